@@ -1,0 +1,53 @@
+# PartnerStream. The two commands that matter: `make run` and `make test`.
+SHELL := /usr/bin/env bash
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X github.com/partnerstream/partnerstream/internal/version.Version=$(VERSION) \
+            -X github.com/partnerstream/partnerstream/internal/version.Revision=$(REVISION)
+BIN := $(CURDIR)/bin
+
+.PHONY: run stop test build controlplane tools manifests generate lint bench fuzz docs tidy clean
+
+run: ## Start the whole platform with demo data on http://127.0.0.1:8080
+	@bash hack/run.sh
+
+stop: ## Stop what `make run` started
+	@bash hack/stop.sh
+
+test: ## Provision the services and run every test with the race detector
+	@bash hack/test.sh
+
+build: ## Build bin/partnerstream
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/partnerstream ./cmd/partnerstream
+
+controlplane: ## Build the local Kubernetes control plane used by `make run`
+	go build -o $(BIN)/controlplane ./hack/controlplane
+
+tools:
+	@bash hack/tools.sh
+
+generate: tools ## Generate deepcopy code for the CRD types
+	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+manifests: tools ## Generate CRD and RBAC manifests into config/
+	$(BIN)/controller-gen crd rbac:roleName=partnerstream-controller paths=./api/... paths=./controllers/... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+lint: tools ## go vet and staticcheck
+	go vet ./...
+	$(BIN)/staticcheck ./...
+
+bench: ## Every Go benchmark, with memory statistics
+	go test -run '^$$' -bench . -benchmem ./...
+
+fuzz: ## Short fuzz runs of the parsers
+	go test -run '^$$' -fuzz FuzzParseKey -fuzztime 20s ./internal/auth/
+
+docs: build ## Regenerate the settings table in README.md
+	@bash hack/settings-docs.sh
+
+tidy: ## go mod tidy (-e: a test-only dependency of golang-migrate is not served by the module proxy)
+	go mod tidy -e
+
+clean:
+	rm -rf $(BIN)/partnerstream $(BIN)/controlplane

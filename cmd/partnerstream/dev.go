@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/partnerstream/partnerstream/internal/config"
+	"github.com/partnerstream/partnerstream/internal/delivery"
+	"github.com/partnerstream/partnerstream/internal/demo"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ingest"
+	"github.com/partnerstream/partnerstream/internal/kafka/embedded"
+	"github.com/partnerstream/partnerstream/internal/run"
+)
+
+// devOnly are the settings that only `partnerstream dev` takes.
+type devOnly struct {
+	kafkaListen  string
+	kafkaDataDir string
+	demoFile     string
+	seed         bool
+}
+
+func (d *devOnly) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&d.kafkaListen, "dev-kafka-addr", "127.0.0.1:9092", "dev: listen address of the embedded Kafka broker, used when --kafka-brokers is empty")
+	fs.StringVar(&d.kafkaDataDir, "dev-kafka-data-dir", ".local/kafka", "dev: data directory of the embedded Kafka broker (survives restarts)")
+	fs.StringVar(&d.demoFile, "dev-demo-file", ".local/demo.json", "dev: where the demo credentials are written")
+	fs.BoolVar(&d.seed, "dev-seed", true, "dev: seed the demo advertiser and affiliate")
+}
+
+func (d *devOnly) Validate() error {
+	if d.kafkaListen == "" {
+		return config.Missing("dev-kafka-addr")
+	}
+	return nil
+}
+
+func newDevCmd() *cobra.Command {
+	var (
+		common   config.Common
+		postgres config.Postgres
+		ch       config.ClickHouse
+		kafka    = config.Kafka{Optional: true}
+		api      config.API
+		kube     config.Kube
+		ctl      config.Controller
+		dev      devOnly
+	)
+	cmd := componentCmd("dev", "Run every component in one process, with an embedded Kafka broker (for a laptop or a test)",
+		[]config.Group{&common, &postgres, &ch, &kafka, &api, &kube, &ctl, &dev},
+		func(ctx context.Context) error {
+			p, err := newPlatform(&common, "dev")
+			if err != nil {
+				return err
+			}
+			defer p.close()
+
+			if len(kafka.Brokers) == 0 {
+				b, err := embedded.Start(embedded.Options{Addr: dev.kafkaListen, DataDir: dev.kafkaDataDir, Logger: p.log})
+				if err != nil {
+					return fmt.Errorf("embedded kafka: %w", err)
+				}
+				p.closers = append(p.closers, b.Close)
+				kafka.Brokers = b.Addrs()
+				p.log.Info("embedded kafka broker started", "addr", kafka.Brokers, "data_dir", dev.kafkaDataDir)
+			}
+			if err := p.openPostgres(ctx, &postgres); err != nil {
+				return err
+			}
+			if err := p.migrate(ctx, &postgres, &ch); err != nil {
+				return err
+			}
+			if err := p.connectKafka(ctx, &kafka, "partnerstream-dev"); err != nil {
+				return err
+			}
+			if dev.seed {
+				f, err := demo.Seed(ctx, identity.NewStore(p.pg), api.BaseURL, dev.demoFile)
+				if err != nil {
+					return err
+				}
+				p.log.Info("demo data ready", "file", dev.demoFile, "advertiser", f.Advertiser.CompanyID, "affiliate", f.Affiliate.CompanyID)
+			}
+
+			comps := []run.Component{apiComponent(p, &api), ingest.Service{}, delivery.Service{}}
+			// Without a kubeconfig dev runs without the Kubernetes API (no Webhook resources).
+			if kube.Kubeconfig != "" {
+				if err := ensureNamespace(ctx, &kube); err != nil {
+					return err
+				}
+				c, err := controllerComponent(ctx, p, &kube, &ctl)
+				if err != nil {
+					return err
+				}
+				comps = append(comps, c)
+			} else {
+				p.log.Warn("no --kubeconfig: running without the Kubernetes API (no webhook subscriptions)")
+			}
+			return p.run(ctx, &common, comps...)
+		})
+	return cmd
+}
+
+// ensureNamespace creates the namespace of the Webhook resources on a local control plane,
+// where nothing else (Helm) would.
+func ensureNamespace(ctx context.Context, k *config.Kube) error {
+	cfg, err := kubeConfig(k)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		return fmt.Errorf("kubernetes: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k.Namespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("kubernetes: create namespace %q: %w", k.Namespace, err)
+	}
+	return nil
+}

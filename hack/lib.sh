@@ -1,0 +1,32 @@
+# Shared helpers for the hack/ scripts (sourced, not run).
+# Project-local state lives in .local/ (git-ignored): data dirs, logs, chosen ports.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOCAL=${PARTNERSTREAM_LOCAL_DIR:-$ROOT/.local}
+mkdir -p "$LOCAL"
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# free_port PREFERRED: the preferred port when it is free, otherwise a free one above 20000.
+free_port() {
+  local p=$1
+  if ! port_in_use "$p"; then echo "$p"; return; fi
+  for _ in $(seq 1 200); do
+    p=$((20000 + RANDOM % 40000))
+    if ! port_in_use "$p"; then echo "$p"; return; fi
+  done
+  echo "no free loopback port found" >&2
+  return 1
+}
+
+# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND until it succeeds.
+wait_for() {
+  local secs=$1 what=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then echo "$what did not become ready in ${secs}s" >&2; return 1; fi
+    sleep 0.1
+  done
+}
+
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }

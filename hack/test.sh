@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `make test`: provisions the services, then runs every Go test with the race detector.
+# Servers this script started are stopped at the end; ones that were already running (a
+# `make run` in another terminal) are left alone. Extra arguments go to `go test`.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+started=()
+pid_alive "$LOCAL/clickhouse/server.pid" || started+=(clickhouse)
+[ -f "$LOCAL/postgres/data/postmaster.pid" ] || started+=(postgres)
+cleanup() { for s in "${started[@]}"; do bash "hack/$s.sh" stop || true; done; }
+trap cleanup EXIT
+
+env_lines=$(bash hack/services.sh start)
+while IFS='=' read -r k v; do export "$k=$v"; done <<<"$env_lines"
+# Tests get an admin URL: each test creates and drops its own database.
+export PARTNERSTREAM_TEST_POSTGRES_URL=${PARTNERSTREAM_POSTGRES_URL%/*}/postgres?sslmode=disable
+export PARTNERSTREAM_TEST_CLICKHOUSE_ADDR=$PARTNERSTREAM_CLICKHOUSE_ADDR
+unset PARTNERSTREAM_POSTGRES_URL PARTNERSTREAM_CLICKHOUSE_ADDR
+
+echo "test: postgres $PARTNERSTREAM_TEST_POSTGRES_URL, clickhouse $PARTNERSTREAM_TEST_CLICKHOUSE_ADDR, envtest $KUBEBUILDER_ASSETS" >&2
+go test -race -count=1 -timeout 20m "${@:-./...}"

@@ -1,0 +1,122 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func load(t *testing.T, env map[string]string, args []string, groups ...Group) error {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	return Load(pflag.NewFlagSet("test", pflag.ContinueOnError), args, groups...)
+}
+
+func TestLoadNamesTheSettingThatIsWrong(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		groups  func() []Group
+		wantErr string
+	}{
+		{
+			name:    "a missing Postgres URL names the flag and the variable",
+			groups:  func() []Group { return []Group{&Postgres{}} },
+			wantErr: "setting --postgres-url (PARTNERSTREAM_POSTGRES_URL): is required",
+		},
+		{
+			name:    "a Postgres URL with another scheme is refused",
+			env:     map[string]string{"PARTNERSTREAM_POSTGRES_URL": "mysql://u:p@h/db"},
+			groups:  func() []Group { return []Group{&Postgres{}} },
+			wantErr: "PARTNERSTREAM_POSTGRES_URL): scheme must be postgres://",
+		},
+		{
+			name:    "a bad duration from the environment names the variable",
+			env:     map[string]string{"PARTNERSTREAM_SHUTDOWN_TIMEOUT": "soon"},
+			groups:  func() []Group { return []Group{&Common{}} },
+			wantErr: "setting --shutdown-timeout (PARTNERSTREAM_SHUTDOWN_TIMEOUT)",
+		},
+		{
+			name:    "a broker without a port is refused",
+			args:    []string{"--kafka-brokers", "localhost"},
+			groups:  func() []Group { return []Group{&Kafka{}} },
+			wantErr: "setting --kafka-brokers (PARTNERSTREAM_KAFKA_BROKERS): \"localhost\" is not host:port",
+		},
+		{
+			name:    "an unknown log level is refused",
+			args:    []string{"--log-level", "loud"},
+			groups:  func() []Group { return []Group{&Common{}} },
+			wantErr: "--log-level",
+		},
+		{
+			name:    "a ClickHouse database with a dash is refused",
+			args:    []string{"--clickhouse-addr", "127.0.0.1:9000", "--clickhouse-database", "a-b"},
+			groups:  func() []Group { return []Group{&ClickHouse{}} },
+			wantErr: "--clickhouse-database",
+		},
+		{
+			name: "optional stores may stay empty",
+			groups: func() []Group {
+				return []Group{&Postgres{Optional: true}, &Kafka{Optional: true}, &ClickHouse{Optional: true}}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := load(t, c.env, c.args, c.groups()...)
+			if c.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, c.wantErr)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+func TestAFlagWinsOverTheEnvironment(t *testing.T) {
+	var c Common
+	err := load(t, map[string]string{"PARTNERSTREAM_SHUTDOWN_TIMEOUT": "3s", "PARTNERSTREAM_LOG_LEVEL": "debug"},
+		[]string{"--shutdown-timeout", "7s"}, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ShutdownTimeout != 7*time.Second {
+		t.Fatalf("shutdown timeout = %v, want the flag's 7s", c.ShutdownTimeout)
+	}
+	if c.LogLevel != "debug" {
+		t.Fatalf("log level = %q, want the environment's debug", c.LogLevel)
+	}
+}
+
+func TestAPostgresPasswordNeverAppearsInAnError(t *testing.T) {
+	err := load(t, map[string]string{"PARTNERSTREAM_POSTGRES_URL": "postgres://u:s3cret@%zz/db"}, nil, &Postgres{})
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("error = %v: want an error without the password", err)
+	}
+}
+
+func TestMarkdownListsEveryFlagWithItsVariable(t *testing.T) {
+	a := pflag.NewFlagSet("api", pflag.ContinueOnError)
+	(&Postgres{}).Register(a)
+	(&Common{}).Register(a)
+	m := pflag.NewFlagSet("migrate", pflag.ContinueOnError)
+	(&Postgres{}).Register(m)
+	md := Markdown(Docs(map[string]*pflag.FlagSet{"api": a, "migrate": m}))
+	for _, want := range []string{"`--postgres-url` | `PARTNERSTREAM_POSTGRES_URL` |   | api, migrate |", "`PARTNERSTREAM_LOG_LEVEL` | `info` | api |"} {
+		if !strings.Contains(md, want) {
+			t.Fatalf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Common settings every long-running component takes.
+type Common struct {
+	LogLevel        string
+	MetricsAddr     string
+	ShutdownTimeout time.Duration
+}
+
+func (c *Common) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", ":9090", "listen address of /metrics, /healthz and /readyz")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "how long SIGTERM waits for in-flight work to drain")
+}
+
+func (c *Common) Validate() error {
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		return Invalid("log-level", fmt.Errorf("%q is not one of debug, info, warn, error", c.LogLevel))
+	}
+	if err := hostPort(c.MetricsAddr); err != nil {
+		return Invalid("metrics-addr", err)
+	}
+	if c.ShutdownTimeout <= 0 || c.ShutdownTimeout > 10*time.Minute {
+		return Invalid("shutdown-timeout", errors.New("must be between 1ns and 10m"))
+	}
+	return nil
+}
+
+// Postgres is the transactional store.
+type Postgres struct {
+	URL string
+	// Optional leaves URL unset without error (dev fills it in).
+	Optional bool
+}
+
+func (p *Postgres) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&p.URL, "postgres-url", "", "Postgres connection URL, e.g. postgres://user:pass@host:5432/db?sslmode=require")
+}
+
+func (p *Postgres) Validate() error {
+	if p.URL == "" {
+		if p.Optional {
+			return nil
+		}
+		return Missing("postgres-url")
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		// url.Parse echoes the input, password included: keep it out of the message.
+		return Invalid("postgres-url", errors.New("is not a valid URL"))
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		return Invalid("postgres-url", fmt.Errorf("scheme must be postgres://, not %q", u.Scheme))
+	}
+	if u.Host == "" {
+		return Invalid("postgres-url", errors.New("has no host"))
+	}
+	return nil
+}
+
+// ClickHouse is the statistics store, reached over the native protocol.
+type ClickHouse struct {
+	Addr, Database, Username, Password string
+	Optional                           bool
+}
+
+func (c *ClickHouse) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Addr, "clickhouse-addr", "", "ClickHouse native-protocol address host:port (port 9000 by default on a server)")
+	fs.StringVar(&c.Database, "clickhouse-database", "partnerstream", "ClickHouse database")
+	fs.StringVar(&c.Username, "clickhouse-username", "default", "ClickHouse user")
+	fs.StringVar(&c.Password, "clickhouse-password", "", "ClickHouse password")
+}
+
+func (c *ClickHouse) Validate() error {
+	if c.Addr == "" {
+		if c.Optional {
+			return nil
+		}
+		return Missing("clickhouse-addr")
+	}
+	if err := hostPort(c.Addr); err != nil {
+		return Invalid("clickhouse-addr", err)
+	}
+	if !identifier(c.Database) {
+		return Invalid("clickhouse-database", fmt.Errorf("%q must be letters, digits and underscores", c.Database))
+	}
+	return nil
+}
+
+// Kafka is the event stream.
+type Kafka struct {
+	Brokers           []string
+	Partitions        int
+	ReplicationFactor int
+	Retention         time.Duration
+	// Optional leaves Brokers empty without error (dev then embeds a broker).
+	Optional bool
+}
+
+func (k *Kafka) Register(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&k.Brokers, "kafka-brokers", nil, "comma-separated Kafka bootstrap brokers host:port")
+	fs.IntVar(&k.Partitions, "kafka-partitions", 6, "partitions of the topics created at start")
+	fs.IntVar(&k.ReplicationFactor, "kafka-replication-factor", 1, "replication factor of the topics created at start")
+	fs.DurationVar(&k.Retention, "kafka-retention", 7*24*time.Hour, "retention of the topics created at start")
+}
+
+func (k *Kafka) Validate() error {
+	if len(k.Brokers) == 0 {
+		if k.Optional {
+			return nil
+		}
+		return Missing("kafka-brokers")
+	}
+	for _, b := range k.Brokers {
+		if err := hostPort(b); err != nil {
+			return Invalid("kafka-brokers", err)
+		}
+	}
+	if k.Partitions < 1 || k.Partitions > 1000 {
+		return Invalid("kafka-partitions", errors.New("must be between 1 and 1000"))
+	}
+	if k.ReplicationFactor < 1 || k.ReplicationFactor > 10 {
+		return Invalid("kafka-replication-factor", errors.New("must be between 1 and 10"))
+	}
+	if k.Retention < time.Hour {
+		return Invalid("kafka-retention", errors.New("must be at least 1h"))
+	}
+	return nil
+}
+
+// API is the HTTP server of the api component.
+type API struct {
+	Addr    string
+	BaseURL string
+}
+
+func (a *API) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&a.Addr, "http-addr", ":8080", "listen address of the HTTP API, dashboard and click redirects")
+	fs.StringVar(&a.BaseURL, "base-url", "http://127.0.0.1:8080", "public URL of the api, used in tracking links and e-mails")
+}
+
+func (a *API) Validate() error {
+	if err := hostPort(a.Addr); err != nil {
+		return Invalid("http-addr", err)
+	}
+	u, err := url.Parse(a.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Invalid("base-url", fmt.Errorf("%q must be an absolute http(s) URL", a.BaseURL))
+	}
+	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
+	return nil
+}
+
+// Kube is how components reach the Kubernetes API (Webhook custom resources).
+type Kube struct {
+	Kubeconfig string
+	Namespace  string
+	// Optional leaves the Kubernetes API out (dev without a control plane).
+	Optional bool
+}
+
+func (k *Kube) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&k.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty means in-cluster configuration")
+	fs.StringVar(&k.Namespace, "namespace", "partnerstream", "namespace of the Webhook resources and their Secrets")
+}
+
+func (k *Kube) Validate() error {
+	if !dnsLabel(k.Namespace) {
+		return Invalid("namespace", fmt.Errorf("%q is not a valid namespace name", k.Namespace))
+	}
+	return nil
+}
+
+// Controller settings of the Webhook controller.
+type Controller struct {
+	LeaderElect bool
+}
+
+func (c *Controller) Register(fs *pflag.FlagSet) {
+	fs.BoolVar(&c.LeaderElect, "leader-elect", true, "run the controller with leader election (one active replica)")
+}
+
+func (c *Controller) Validate() error { return nil }
+
+func hostPort(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", s)
+	}
+	if port == "" {
+		return fmt.Errorf("%q has no port", s)
+	}
+	for _, r := range port {
+		if r < '0' || r > '9' {
+			return fmt.Errorf("%q has a non-numeric port", s)
+		}
+	}
+	return nil
+}
+
+func identifier(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i, r := range s {
+		ok := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func dnsLabel(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '-' || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return true
+}

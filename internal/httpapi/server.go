@@ -1,0 +1,196 @@
+// Package httpapi is the api component's HTTP server: the three API families, the dashboard,
+// click redirects and the public endpoints, on Fiber. Handlers stay thin and call domain
+// services; this package owns the cross-cutting rules (request ids, errors, metrics, limits).
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/partnerstream/partnerstream/internal/health"
+	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/metrics"
+)
+
+// BodyLimit caps request bodies; larger ones get a 413 problem.
+const BodyLimit = 1 << 20
+
+// Options of the HTTP server.
+type Options struct {
+	Addr   string
+	Log    *slog.Logger
+	Health *health.Registry
+}
+
+// Server is the api component.
+type Server struct {
+	app  *fiber.App
+	addr string
+	log  *slog.Logger
+	// bound receives the listening address once the server accepts connections.
+	bound chan string
+}
+
+// New builds the server and its routes.
+func New(o Options) *Server {
+	app := fiber.New(fiber.Config{
+		AppName:               "partnerstream",
+		BodyLimit:             BodyLimit,
+		ReadTimeout:           15 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		DisableStartupMessage: true,
+		ErrorHandler:          errorHandler(o.Log),
+		// The api sits behind a load balancer or ingress in production; trusting proxy
+		// headers is configured there, never by default.
+		EnableTrustedProxyCheck: true,
+	})
+	s := &Server{app: app, addr: o.Addr, log: o.Log, bound: make(chan string, 1)}
+	app.Use(s.recover, requestID, observe)
+	app.Get("/healthz", func(c *fiber.Ctx) error {
+		return c.JSON(fiber.Map{"status": "ok"})
+	})
+	app.Get("/readyz", func(c *fiber.Ctx) error {
+		rep := o.Health.Ready(c.UserContext())
+		if !rep.Ready {
+			c.Status(fiber.StatusServiceUnavailable)
+		}
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		return c.JSON(rep)
+	})
+	return s
+}
+
+// App exposes the Fiber app so other packages can mount their routes.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Name implements run.Component.
+func (s *Server) Name() string { return "api" }
+
+// Addr waits for the listening address (useful with port 0 in tests).
+func (s *Server) Addr(ctx context.Context) (string, error) {
+	select {
+	case a := <-s.bound:
+		s.bound <- a
+		return a, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Run serves until ctx ends, then stops accepting connections and waits for in-flight
+// requests (bounded by the caller's shutdown timeout).
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.addr, err)
+	}
+	s.bound <- ln.Addr().String()
+	errc := make(chan error, 1)
+	go func() { errc <- s.app.Listener(ln) }()
+	s.log.Info("http api listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	// Shutdown waits for in-flight requests; the run package bounds the whole drain.
+	if err := s.app.Shutdown(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+const requestIDHeader = "X-Request-Id"
+
+// requestID takes a sane incoming X-Request-Id or makes one, and echoes it.
+func requestID(c *fiber.Ctx) error {
+	id := c.Get(requestIDHeader)
+	if !validRequestID(id) {
+		id = ids.New("req")
+	}
+	c.Locals(requestIDHeader, id)
+	c.Set(requestIDHeader, id)
+	return c.Next()
+}
+
+func validRequestID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !(b == '-' || b == '_' || (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z')) {
+			return false
+		}
+	}
+	return true
+}
+
+// RequestID returns the request's id.
+func RequestID(c *fiber.Ctx) string {
+	id, _ := c.Locals(requestIDHeader).(string)
+	return id
+}
+
+// recover turns a panic into a logged 500 problem: a bug in one handler must not take the
+// process down.
+func (s *Server) recover(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic in handler", "request_id", RequestID(c), "path", c.Path(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = errors.New("panic")
+		}
+	}()
+	return c.Next()
+}
+
+var (
+	httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Name: "http_requests_total",
+		Help: "HTTP requests answered, by method, route template and status class.",
+	}, []string{"method", "route", "status"})
+	httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: metrics.Namespace, Name: "http_request_duration_seconds",
+		Help:    "HTTP request latency by method and route template.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"method", "route"})
+)
+
+func init() { metrics.MustRegister(httpRequests, httpDuration) }
+
+// observe records request metrics under the route template (never the raw path, whose ids
+// would make the label set unbounded).
+func observe(c *fiber.Ctx) error {
+	start := time.Now()
+	err := c.Next()
+	status := c.Response().StatusCode()
+	if err != nil {
+		var p *Problem
+		var fe *fiber.Error
+		switch {
+		case errors.As(err, &p):
+			status = p.Status
+		case errors.As(err, &fe):
+			status = fe.Code
+		default:
+			status = fiber.StatusInternalServerError
+		}
+	}
+	// Unmatched paths report the catch-all middleware's template "/", so the label set stays
+	// the set of declared routes.
+	route := c.Route().Path
+	method := c.Method()
+	httpRequests.WithLabelValues(method, route, strconv.Itoa(status/100)+"xx").Inc()
+	httpDuration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+	return err
+}

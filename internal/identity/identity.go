@@ -1,0 +1,145 @@
+// Package identity owns companies, their users and their API keys in Postgres.
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/ids"
+)
+
+// Company kinds.
+const (
+	Advertiser = "advertiser"
+	Affiliate  = "affiliate"
+)
+
+// Company is an advertiser (brand) or an affiliate.
+type Company struct {
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind"`
+	Name      string    `json:"name"`
+	Locale    string    `json:"locale"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// User belongs to one company.
+type User struct {
+	ID        string    `json:"id"`
+	CompanyID string    `json:"company_id"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Locale    string    `json:"locale"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// APIKey is the stored record of a key; the key itself is only shown when created.
+type APIKey struct {
+	ID         string     `json:"id"`
+	CompanyID  string     `json:"company_id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+// ErrNotFound is returned when a looked-up record does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is the Postgres store of identities.
+type Store struct{ db *pgxpool.Pool }
+
+// NewStore returns a store on the pool.
+func NewStore(db *pgxpool.Pool) *Store { return &Store{db: db} }
+
+// NewCompany is what registering a company needs: the company and its first user (owner).
+type NewCompany struct {
+	Kind, Name, Locale string
+	OwnerEmail         string
+	OwnerName          string
+}
+
+// CreateCompany creates a company with its owner in one transaction.
+func (s *Store) CreateCompany(ctx context.Context, in NewCompany) (Company, User, error) {
+	if in.Kind != Advertiser && in.Kind != Affiliate {
+		return Company{}, User{}, fmt.Errorf("company kind %q: want advertiser or affiliate", in.Kind)
+	}
+	if in.Locale == "" {
+		in.Locale = "en"
+	}
+	c := Company{ID: ids.New(ids.Company), Kind: in.Kind, Name: in.Name, Locale: in.Locale}
+	u := User{ID: ids.New(ids.User), CompanyID: c.ID, Email: strings.ToLower(strings.TrimSpace(in.OwnerEmail)), Name: in.OwnerName, Role: "owner", Locale: in.Locale}
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx,
+			`INSERT INTO companies (id, kind, name, locale) VALUES ($1, $2, $3, $4) RETURNING created_at`,
+			c.ID, c.Kind, c.Name, c.Locale).Scan(&c.CreatedAt); err != nil {
+			return fmt.Errorf("insert company: %w", err)
+		}
+		if err := tx.QueryRow(ctx,
+			`INSERT INTO users (id, company_id, email, name, role, locale) VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
+			u.ID, u.CompanyID, u.Email, u.Name, u.Role, u.Locale).Scan(&u.CreatedAt); err != nil {
+			return fmt.Errorf("insert owner: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Company{}, User{}, fmt.Errorf("create company: %w", err)
+	}
+	return c, u, nil
+}
+
+// UserByEmail finds a user by e-mail (case-insensitive).
+func (s *Store) UserByEmail(ctx context.Context, email string) (User, error) {
+	var u User
+	err := s.db.QueryRow(ctx,
+		`SELECT id, company_id, email, name, role, locale, created_at FROM users WHERE lower(email) = lower($1)`,
+		strings.TrimSpace(email)).Scan(&u.ID, &u.CompanyID, &u.Email, &u.Name, &u.Role, &u.Locale, &u.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return User{}, ErrNotFound
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("user by email: %w", err)
+	}
+	return u, nil
+}
+
+// CreateAPIKey makes a key for the company and returns it once, with its record.
+func (s *Store) CreateAPIKey(ctx context.Context, companyID, name string) (string, APIKey, error) {
+	key, display, hash := auth.NewKey()
+	k := APIKey{ID: ids.New(ids.APIKey), CompanyID: companyID, Name: name, Prefix: display}
+	err := s.db.QueryRow(ctx,
+		`INSERT INTO api_keys (id, company_id, name, prefix, hash) VALUES ($1, $2, $3, $4, $5) RETURNING created_at`,
+		k.ID, k.CompanyID, k.Name, k.Prefix, hash).Scan(&k.CreatedAt)
+	if err != nil {
+		return "", APIKey{}, fmt.Errorf("create api key: %w", err)
+	}
+	return key, k, nil
+}
+
+// CompanyByAPIKey returns the company of an active (not revoked) key.
+func (s *Store) CompanyByAPIKey(ctx context.Context, key string) (Company, error) {
+	if _, err := auth.ParseKey(key); err != nil {
+		return Company{}, ErrNotFound
+	}
+	var c Company
+	err := s.db.QueryRow(ctx,
+		`SELECT c.id, c.kind, c.name, c.locale, c.created_at
+		   FROM api_keys k JOIN companies c ON c.id = k.company_id
+		  WHERE k.hash = $1 AND k.revoked_at IS NULL`, auth.HashKey(key)).
+		Scan(&c.ID, &c.Kind, &c.Name, &c.Locale, &c.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Company{}, ErrNotFound
+	}
+	if err != nil {
+		return Company{}, fmt.Errorf("company by api key: %w", err)
+	}
+	return c, nil
+}

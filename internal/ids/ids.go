@@ -1,0 +1,87 @@
+// Package ids makes the platform's identifiers: a type prefix and a UUIDv7 written in
+// lowercase Crockford base32 (26 characters), e.g. "co_06f2d1x0k8m9q...". Fixed length and a
+// big-endian timestamp first make ids sort by creation time as plain strings, which keeps
+// cursor pagination a simple "id > cursor".
+package ids
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Prefixes of every aggregate, fixed by the architecture.
+const (
+	Company     = "co"
+	User        = "usr"
+	APIKey      = "key"
+	Program     = "prg"
+	Promotion   = "prm"
+	Partnership = "ptn"
+	Link        = "lnk"
+	Click       = "clk"
+	Conversion  = "cnv"
+	Commission  = "cms"
+	Payout      = "pay"
+	Event       = "evt"
+	Delivery    = "msg"
+	Webhook     = "wh"
+)
+
+const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+
+// encodedLen is the length of 128 bits in base32 (26 * 5 = 130 bits, the top 2 are zero).
+const encodedLen = 26
+
+// New returns a fresh time-sortable id with the prefix.
+func New(prefix string) string {
+	u := uuid.Must(uuid.NewV7())
+	return prefix + "_" + encode(u)
+}
+
+func encode(u uuid.UUID) string {
+	var out [encodedLen]byte
+	// Walk the 128 bits from the least significant end, five at a time.
+	var acc uint64
+	var bits uint
+	i := encodedLen - 1
+	for b := 15; b >= 0; b-- {
+		acc |= uint64(u[b]) << bits
+		bits += 8
+		for bits >= 5 {
+			out[i] = alphabet[acc&31]
+			i--
+			acc >>= 5
+			bits -= 5
+		}
+	}
+	for ; i >= 0; i-- {
+		out[i] = alphabet[acc&31]
+		acc >>= 5
+	}
+	return string(out[:])
+}
+
+// Valid reports whether s is a well-formed id with the prefix. Handlers use it to refuse
+// garbage with a 400 before touching a store.
+func Valid(prefix, s string) bool {
+	rest, ok := strings.CutPrefix(s, prefix+"_")
+	if !ok || len(rest) != encodedLen {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if strings.IndexByte(alphabet, rest[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Check returns an error naming the field when s is not an id with the prefix.
+func Check(field, prefix, s string) error {
+	if !Valid(prefix, s) {
+		return fmt.Errorf("%s must be an id starting with %q", field, prefix+"_")
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+// Package embedded runs a Kafka-protocol broker inside the process, built on franz-go's
+// kfake. It exists so that `partnerstream dev` and the test suites have a Kafka without a
+// JVM, a container or a network: this machine class has neither a Kafka package nor Docker.
+// Production never uses it; there the components point at a real Kafka cluster through
+// their configuration.
+//
+// The broker is a single node (so topics need replication factor 1), has no
+// authentication, and therefore listens on loopback only. Topics are not auto-created,
+// exactly like a production cluster configured for PartnerStream: run kafka.EnsureTopics
+// first. With a DataDir it persists topics, messages and committed group offsets across a
+// Close and Start on the same directory; without one everything lives in memory.
+//
+// kfake implements the wire protocol faithfully enough for segmentio/kafka-go, but the
+// package kafka rules still apply: no transactions, no idempotent producer, no
+// ReadCommitted.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// DefaultAddr is used when Options.Addr is empty: a free loopback port, so parallel tests
+// and a running `partnerstream dev` never collide.
+const DefaultAddr = "127.0.0.1:0"
+
+// Options configure Start.
+type Options struct {
+	// Addr is the loopback host:port to listen on, e.g. "127.0.0.1:9092"; port 0 picks a
+	// free one (read it back with Addrs). Hosts other than 127.0.0.1 / localhost are
+	// refused.
+	Addr string
+	// DataDir makes the broker durable across restarts. Empty keeps all data in memory.
+	// One broker at a time may use a directory.
+	DataDir string
+	// Logger receives kfake's logs; nil discards them. kfake logs every request at its info
+	// level, so that level is mapped to slog Debug.
+	Logger *slog.Logger
+}
+
+// Broker is a running embedded broker.
+type Broker struct {
+	cluster *kfake.Cluster
+	unlock  func()
+	once    sync.Once
+}
+
+// Start launches the broker and returns once it accepts connections.
+func Start(opts Options) (*Broker, error) {
+	host, port, err := loopbackAddr(opts.Addr)
+	if err != nil {
+		return nil, err
+	}
+	kopts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.Ports(port),
+		// kfake binds 127.0.0.1 today; binding it ourselves keeps the loopback-only
+		// guarantee independent of kfake's default.
+		kfake.ListenFn(func(network, address string) (net.Listener, error) {
+			_, p, err := net.SplitHostPort(address)
+			if err != nil {
+				return nil, err
+			}
+			return net.Listen(network, net.JoinHostPort(host, p))
+		}),
+	}
+	if opts.Logger != nil {
+		kopts = append(kopts, kfake.WithLogger(slogAdapter{opts.Logger}))
+	}
+
+	unlock := func() {}
+	if opts.DataDir != "" {
+		// kfake does not guard its directory: two brokers on one DataDir would interleave
+		// writes to the same segment files and corrupt the log.
+		if err := os.MkdirAll(opts.DataDir, 0o750); err != nil {
+			return nil, fmt.Errorf("embedded: create data dir: %w", err)
+		}
+		if unlock, err = lockDir(opts.DataDir); err != nil {
+			return nil, fmt.Errorf("embedded: data dir %s: %w", opts.DataDir, err)
+		}
+		kopts = append(kopts, kfake.DataDir(opts.DataDir))
+	}
+
+	cluster, err := kfake.NewCluster(kopts...)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("embedded: start broker on %s: %w", net.JoinHostPort(host, strconv.Itoa(port)), err)
+	}
+	return &Broker{cluster: cluster, unlock: unlock}, nil
+}
+
+// Addrs returns the host:port the broker listens on, with the real port when Addr asked
+// for port 0. Pass it as kafka.Config.Brokers.
+func (b *Broker) Addrs() []string { return b.cluster.ListenAddrs() }
+
+// Close stops the broker and, with a DataDir, flushes its state to disk; a later Start on
+// the same directory resumes from it. Close is idempotent.
+func (b *Broker) Close() {
+	b.once.Do(func() {
+		b.cluster.Close()
+		b.unlock()
+	})
+}
+
+// loopbackAddr splits addr and refuses anything that is not IPv4 loopback: the broker has
+// no authentication, so reachable from the network it would accept anyone's messages.
+func loopbackAddr(addr string) (host string, port int, err error) {
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("embedded: address %q: %w", addr, err)
+	}
+	port, err = strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("embedded: address %q: port is not a number in 0..65535", addr)
+	}
+	if h == "localhost" {
+		h = "127.0.0.1"
+	}
+	// Only IPv4 loopback: it is what kfake binds by default and advertises in metadata,
+	// and the only path the tests exercise.
+	if ip := net.ParseIP(h); ip == nil || ip.To4() == nil || !ip.IsLoopback() {
+		return "", 0, fmt.Errorf("embedded: address %q: host must be 127.0.0.1 or localhost; the embedded broker has no authentication and only listens on loopback", addr)
+	}
+	return h, port, nil
+}
+
+// slogAdapter forwards kfake's printf-style logs to slog.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Logf(level kfake.LogLevel, format string, args ...any) {
+	var lvl slog.Level
+	switch level {
+	case kfake.LogLevelError:
+		lvl = slog.LevelError
+	case kfake.LogLevelWarn:
+		lvl = slog.LevelWarn
+	default:
+		lvl = slog.LevelDebug
+	}
+	// Formatting every request log line is the expensive part; skip it when the level is off.
+	if !a.l.Enabled(context.Background(), lvl) {
+		return
+	}
+	a.l.Log(context.Background(), lvl, fmt.Sprintf(format, args...), slog.String("component", "kafka-embedded"))
+}
+
+// errLocked is returned when another broker holds the data dir.
+var errLocked = errors.New("in use by another embedded broker")

@@ -1,0 +1,231 @@
+// Package kafka holds PartnerStream's Kafka plumbing: the topic names, the connection
+// settings, topic provisioning, a readiness probe, and the writer and reader every component
+// builds on, so that all of them agree on acks, partitioning and commit semantics.
+//
+// The clients are segmentio/kafka-go. They run against a real Kafka in production and
+// against the embedded kfake broker (package embedded) in `partnerstream dev` and in tests,
+// so nothing here may depend on features kfake lacks or kafka-go gets wrong: no
+// transactions, no idempotent producer, no ReadCommitted isolation. Consumers therefore see
+// at-least-once delivery and must deduplicate on the message id.
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// Topic names are fixed by the architecture (section 6); they are constants rather than
+// configuration so producers and consumers cannot drift apart.
+const (
+	TopicClicks = "partnerstream.clicks"
+	TopicEvents = "partnerstream.events"
+)
+
+// DefaultClientID is sent when Config.ClientID is empty, so broker logs and quotas can still
+// tell PartnerStream apart from other clients.
+const DefaultClientID = "partnerstream"
+
+// dialTimeout caps a TCP connect when the caller's context has no deadline: an unroutable
+// broker address must not hang a component forever.
+const dialTimeout = 10 * time.Second
+
+// Config is how a component reaches Kafka and how the topics it provisions are shaped.
+type Config struct {
+	// Brokers are bootstrap addresses (host:port); any reachable one is enough.
+	Brokers []string
+	// Partitions bounds the parallelism of every consumer group, so it is set for the
+	// largest number of ingest or deliver replicas expected.
+	Partitions int
+	// ReplicationFactor must not exceed the number of brokers (1 for the embedded broker).
+	ReplicationFactor int
+	// Retention is how long the brokers keep messages (topic config retention.ms).
+	Retention time.Duration
+	// ClientID identifies the component to the brokers; DefaultClientID when empty.
+	ClientID string
+}
+
+// Validate reports every invalid field at once, each message naming its field, so an
+// operator fixes the configuration in one round.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("kafka: brokers: at least one broker address is required"))
+	}
+	for _, b := range c.Brokers {
+		if err := validateHostPort(b); err != nil {
+			errs = append(errs, fmt.Errorf("kafka: brokers: %q: %w", b, err))
+		}
+	}
+	if c.Partitions < 1 {
+		errs = append(errs, fmt.Errorf("kafka: partitions: must be at least 1, got %d", c.Partitions))
+	}
+	if c.ReplicationFactor < 1 {
+		errs = append(errs, fmt.Errorf("kafka: replication factor: must be at least 1, got %d", c.ReplicationFactor))
+	}
+	if c.Retention <= 0 {
+		errs = append(errs, fmt.Errorf("kafka: retention: must be positive, got %s", c.Retention))
+	}
+	return errors.Join(errs...)
+}
+
+func validateHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("not host:port: %w", err)
+	}
+	if host == "" {
+		return errors.New("host is empty")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number in 1..65535", port)
+	}
+	return nil
+}
+
+func (c Config) clientID() string {
+	if c.ClientID == "" {
+		return DefaultClientID
+	}
+	return c.ClientID
+}
+
+func newDialer(clientID string) *kafkago.Dialer {
+	return &kafkago.Dialer{ClientID: clientID, Timeout: dialTimeout, DualStack: true}
+}
+
+// NewWriter returns a producer for one topic tuned for synchronous use: WriteMessages
+// returns once every in-sync replica has the messages, so a caller (the click handler, the
+// outbox relay) may treat a nil error as durable.
+//
+// Messages with the same key always land on the same partition, which is what keeps one
+// aggregate's events in order. The balancer is murmur2, the Java client's default
+// partitioner, so any other producer to these topics (Kafka Connect, a franz-go tool, a
+// Java service) places a key on the same partition.
+//
+// The caller must Close the writer: that also releases its connection pool.
+func NewWriter(cfg Config, topic string) *kafkago.Writer {
+	// The WriterConfig constructor is deprecated, but it is the only way to give the writer
+	// a transport that carries our ClientID AND that Writer.Close releases. A Writer literal
+	// with its own Transport leaks that transport's metadata goroutines after Close, and
+	// one with the shared DefaultTransport cannot carry a client id.
+	return kafkago.NewWriter(kafkago.WriterConfig{ //nolint:staticcheck // see above
+		Brokers: cfg.Brokers,
+		Topic:   topic,
+		Dialer:  newDialer(cfg.clientID()),
+		// The default batch timeout is 1 s, which every synchronous WriteMessages call would
+		// wait out; a few ms still lets concurrent callers share a request.
+		BatchTimeout: 2 * time.Millisecond,
+		// kafka-go allocates a BatchSize-long slice per batch, so the default 100 is kept
+		// explicit: raising it costs memory on every write for no gain at our call rates.
+		BatchSize:    100,
+		RequiredAcks: int(kafkago.RequireAll),
+		Balancer:     kafkago.Murmur2Balancer{},
+		// AllowAutoTopicCreation stays false (this constructor never sets it): topics come
+		// from EnsureTopics with our partitions and retention, and a typo'd topic must fail
+		// rather than be auto-created with broker defaults.
+	})
+}
+
+// NewReader returns a consumer-group member for one topic. Offsets are committed only when
+// the caller calls CommitMessages (synchronously), after it has durably handled the
+// messages, so a crash replays rather than loses them. Use FetchMessage, not ReadMessage:
+// ReadMessage commits on read.
+//
+// A group with no committed offset starts at the oldest retained message, so a new consumer
+// (or one whose offsets expired) processes the backlog instead of skipping it.
+func NewReader(cfg Config, topic, groupID string) *kafkago.Reader {
+	return kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers: cfg.Brokers,
+		Topic:   topic,
+		GroupID: groupID,
+		Dialer:  newDialer(cfg.clientID()),
+		// The default MaxWait is 10 s: an idle partition would hold a fetch that long, which
+		// delays both fresh messages and Close.
+		MaxWait:        250 * time.Millisecond,
+		MinBytes:       1,
+		MaxBytes:       10 << 20,
+		StartOffset:    kafkago.FirstOffset,
+		CommitInterval: 0, // synchronous CommitMessages
+		// Added partitions must reach a running group without a restart.
+		WatchPartitionChanges: true,
+		// A member learns of a rebalance only through its heartbeat, so this is how long a
+		// scaled-up replica waits for partitions (3 s by default); 1 s costs one tiny
+		// request per second per member.
+		HeartbeatInterval: time.Second,
+		// Join errors are transient (a coordinator moving); the 5 s default backoff makes a
+		// broker restart look like an outage.
+		JoinGroupBackoff: time.Second,
+	})
+}
+
+// Ping checks that Kafka answers: it dials the brokers in turn and reads the cluster
+// metadata from the first that accepts. It is the /readyz probe, so it is bounded by ctx and
+// a refused connection fails at once rather than retrying.
+func Ping(ctx context.Context, brokers []string) error {
+	conn, err := dialAny(ctx, newDialer(DefaultClientID), brokers)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := withConn(ctx, conn, conn.Brokers); err != nil {
+		return fmt.Errorf("kafka: ping %s: read metadata: %w", conn.RemoteAddr(), err)
+	}
+	return nil
+}
+
+// dialAny connects to the first broker that accepts. The error names every broker tried, so
+// a readiness failure says which addresses were wrong.
+func dialAny(ctx context.Context, d *kafkago.Dialer, brokers []string) (*kafkago.Conn, error) {
+	if len(brokers) == 0 {
+		return nil, errors.New("kafka: no broker addresses")
+	}
+	var errs []error
+	for _, b := range brokers {
+		conn, err := d.DialContext(ctx, "tcp", b)
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, fmt.Errorf("kafka: dial %s: %w", b, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// withConn runs a blocking kafka-go Conn operation under ctx. Conn methods take no context,
+// only socket deadlines, so the ctx deadline becomes the socket deadline and a cancellation
+// forces an immediate one.
+func withConn[T any](ctx context.Context, conn *kafkago.Conn, op func() (T, error)) (T, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	v, err := op()
+	if err != nil {
+		if cerr := contextErr(ctx); cerr != nil {
+			// Name the context, not just "i/o timeout", so callers can errors.Is it.
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
+	}
+	return v, err
+}
+
+// contextErr is ctx.Err(), except that it already reports DeadlineExceeded when the socket
+// deadline (the same instant) fired before the context's own timer did.
+func contextErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
