@@ -6,7 +6,7 @@ LDFLAGS  := -X github.com/partnerstream/partnerstream/internal/version.Version=$
             -X github.com/partnerstream/partnerstream/internal/version.Revision=$(REVISION)
 BIN := $(CURDIR)/bin
 
-.PHONY: run stop test build controlplane tools manifests generate lint bench fuzz docs tidy clean
+.PHONY: run stop test bench-auth build controlplane tools manifests generate lint bench fuzz docs tidy clean
 
 run: ## Start the whole platform with demo data on http://127.0.0.1:8080
 	@bash hack/run.sh
@@ -40,8 +40,14 @@ lint: tools ## go vet and staticcheck
 bench: ## Every Go benchmark, with memory statistics
 	go test -run '^$$' -bench . -benchmem ./...
 
-fuzz: ## Short fuzz runs of the parsers
-	go test -run '^$$' -fuzz FuzzParseKey -fuzztime 20s ./internal/auth/
+bench-auth: ## API-key authentication overhead per request (p99) beside an unauthenticated baseline
+	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/httpapi/ -run '^$$' -bench 'APIKeyAuthOverhead|KeyAuthenticate' -benchtime 20000x
+
+FUZZTIME ?= 20s
+fuzz: ## Short fuzz runs of the parsers (FUZZTIME each)
+	go test -run '^$$' -fuzz FuzzParseKey -fuzztime $(FUZZTIME) ./internal/auth/
+	@bash hack/test.sh ./internal/session/ -run '^$$' -fuzz FuzzVerify -fuzztime $(FUZZTIME)
+	@bash hack/test.sh ./internal/magiccode/ -run '^$$' -fuzz FuzzNormalizeEmail -fuzztime $(FUZZTIME)
 
 docs: build ## Regenerate the settings table in README.md
 	@bash hack/settings-docs.sh

@@ -26,7 +26,8 @@ log() { echo "tools: $*" >&2; }
 
 # has_version BINARY FLAG TEXT: the binary runs and its version output contains TEXT.
 has_version() {
-  [ -x "$1" ] && "$1" "$2" 2>/dev/null | grep -qF -- "$3"
+  local out
+  [ -x "$1" ] && out=$("$1" "$2" 2>/dev/null) && [[ $out == *"$3"* ]]
 }
 
 install_tool() {

@@ -2,46 +2,84 @@ package main
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/delivery"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
+	"github.com/partnerstream/partnerstream/internal/idempotency"
+	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ingest"
 	"github.com/partnerstream/partnerstream/internal/run"
 )
 
-// Each component's settings, shared by its own subcommand and by dev.
-type apiSettings struct {
-	common   config.Common
-	postgres config.Postgres
-	kafka    config.Kafka
-	api      config.API
-}
-
 func newAPICmd() *cobra.Command {
-	var s apiSettings
+	var (
+		common   config.Common
+		postgres config.Postgres
+		kafka    config.Kafka
+		api      config.API
+		auth     authSettings
+	)
 	return componentCmd("api", "Serve the HTTP API, the dashboard and click redirects",
-		[]config.Group{&s.common, &s.postgres, &s.kafka, &s.api},
+		append([]config.Group{&common, &postgres, &kafka, &api}, auth.groups()...),
 		func(ctx context.Context) error {
-			p, err := newPlatform(&s.common, "api")
+			p, err := newPlatform(&common, "api")
 			if err != nil {
 				return err
 			}
 			defer p.close()
-			if err := p.openPostgres(ctx, &s.postgres); err != nil {
+			if err := p.openPostgres(ctx, &postgres); err != nil {
 				return err
 			}
-			if err := p.connectKafka(ctx, &s.kafka, "partnerstream-api"); err != nil {
+			if err := p.connectKafka(ctx, &kafka, "partnerstream-api"); err != nil {
 				return err
 			}
-			return p.run(ctx, &s.common, apiComponent(p, &s.api))
+			deps, err := newAuth(ctx, p, &auth, api.BaseURL, false)
+			if err != nil {
+				return err
+			}
+			return p.run(ctx, &common, apiComponent(p, &api, deps, auth.session.InsecureCookies))
 		})
 }
 
-func apiComponent(p *platform, cfg *config.API) run.Component {
-	return httpapi.New(httpapi.Options{Addr: cfg.Addr, Log: p.componentLog("api"), Health: p.health})
+// apiComponent is the HTTP server plus the loops that keep its API-key cache honest:
+// revocations announced by other replicas, and batched last-use times.
+func apiComponent(p *platform, cfg *config.API, deps *authDeps, insecureCookies bool) run.Component {
+	log := p.componentLog("api")
+	keys := auth.NewKeyAuthenticator(deps.users, auth.KeyAuthOptions{Log: log})
+	idem := idempotency.NewStore(p.pg, nil)
+	srv := httpapi.New(httpapi.Options{
+		Addr: cfg.Addr, Log: log, Health: p.health, Keys: keys, Sessions: httpapi.SessionAuth(deps.sessions),
+		Idempotency: idem,
+		RateLimit:   httpapi.RateLimit{Requests: cfg.RateLimitRequests, Window: cfg.RateLimitWindow},
+	})
+	srv.MountAuth(deps.signin, deps.sessions, deps.users, insecureCookies)
+	srv.MountAPIKeys(deps.users)
+	return run.Func{N: "api", F: func(ctx context.Context) error {
+		bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+		var wg sync.WaitGroup
+		for _, loop := range []func(){
+			func() { identity.ListenRevocations(bg, p.pg, log, keys.Forget, keys.Reset) },
+			func() { keys.Run(bg, 5*time.Second) },
+			func() { run.Every(bg, time.Hour, log, "prune sign-in state", deps.prune) },
+			func() {
+				run.Every(bg, time.Hour, log, "prune idempotency keys", func(ctx context.Context) error { _, err := idem.Prune(ctx); return err })
+			},
+		} {
+			wg.Add(1)
+			go func() { defer wg.Done(); loop() }()
+		}
+		err := srv.Run(ctx)
+		// The server has drained: flush the last-use times it recorded, then stop the loops.
+		stop()
+		wg.Wait()
+		return err
+	}}
 }
 
 func newIngestCmd() *cobra.Command {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -17,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/partnerstream/partnerstream/api/v1alpha1"
+	"github.com/partnerstream/partnerstream/controllers"
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/run"
 )
@@ -62,13 +65,15 @@ func kubeConfig(k *config.Kube) (*rest.Config, error) {
 
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(s)
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
 	return s
 }
 
 // controllerComponent builds the controller-runtime manager: leader election in the
 // configured namespace, a cache scoped to it, and no metrics or probe servers of its own
-// (the platform's ops server serves controller-runtime's registry and our readiness).
+// (the platform's ops server serves controller-runtime's registry and our readiness). The
+// cache holds the Webhooks and only the Secrets that sign them.
 func controllerComponent(ctx context.Context, p *platform, k *config.Kube, c *config.Controller) (run.Component, error) {
 	restCfg, err := kubeConfig(k)
 	if err != nil {
@@ -84,10 +89,16 @@ func controllerComponent(ctx context.Context, p *platform, k *config.Kube, c *co
 		LeaderElectionNamespace: k.Namespace,
 		// A clean shutdown hands leadership over at once instead of after the lease expires.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{DefaultNamespaces: map[string]cache.Config{k.Namespace: {}}},
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{k.Namespace: {}},
+			ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: v1alpha1.SigningSecretSelector()}},
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: create manager: %w", err)
+	}
+	if err := (&controllers.WebhookReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("kubernetes: set up the webhook controller: %w", err)
 	}
 	// Reach the API server now so a wrong kubeconfig stops start-up with a clear error.
 	if err := pingKube(ctx, mgr.GetAPIReader(), k.Namespace); err != nil {

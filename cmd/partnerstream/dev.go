@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -14,10 +15,10 @@ import (
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/delivery"
 	"github.com/partnerstream/partnerstream/internal/demo"
-	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ingest"
 	"github.com/partnerstream/partnerstream/internal/kafka/embedded"
 	"github.com/partnerstream/partnerstream/internal/run"
+	"github.com/partnerstream/partnerstream/internal/session"
 )
 
 // devOnly are the settings that only `partnerstream dev` takes.
@@ -52,9 +53,10 @@ func newDevCmd() *cobra.Command {
 		kube     config.Kube
 		ctl      config.Controller
 		dev      devOnly
+		auth     = authSettings{session: config.Session{Optional: true, DevDefaults: true}}
 	)
 	cmd := componentCmd("dev", "Run every component in one process, with an embedded Kafka broker (for a laptop or a test)",
-		[]config.Group{&common, &postgres, &ch, &kafka, &api, &kube, &ctl, &dev},
+		append([]config.Group{&common, &postgres, &ch, &kafka, &api, &kube, &ctl, &dev}, auth.groups()...),
 		func(ctx context.Context) error {
 			p, err := newPlatform(&common, "dev")
 			if err != nil {
@@ -80,15 +82,24 @@ func newDevCmd() *cobra.Command {
 			if err := p.connectKafka(ctx, &kafka, "partnerstream-dev"); err != nil {
 				return err
 			}
+			if auth.session.Keys == "" {
+				if auth.session.Keys, err = devSessionKeys(filepath.Dir(dev.demoFile)); err != nil {
+					return err
+				}
+			}
+			deps, err := newAuth(ctx, p, &auth, api.BaseURL, true)
+			if err != nil {
+				return err
+			}
 			if dev.seed {
-				f, err := demo.Seed(ctx, identity.NewStore(p.pg), api.BaseURL, dev.demoFile)
+				f, err := demo.Seed(ctx, deps.users, demoSessions(p, &auth), api.BaseURL, dev.demoFile)
 				if err != nil {
 					return err
 				}
 				p.log.Info("demo data ready", "file", dev.demoFile, "advertiser", f.Advertiser.CompanyID, "affiliate", f.Affiliate.CompanyID)
 			}
 
-			comps := []run.Component{apiComponent(p, &api), ingest.Service{}, delivery.Service{}}
+			comps := []run.Component{apiComponent(p, &api, deps, auth.session.InsecureCookies), ingest.Service{}, delivery.Service{}}
 			// Without a kubeconfig dev runs without the Kubernetes API (no Webhook resources).
 			if kube.Kubeconfig != "" {
 				if err := ensureNamespace(ctx, &kube); err != nil {
@@ -105,6 +116,13 @@ func newDevCmd() *cobra.Command {
 			return p.run(ctx, &common, comps...)
 		})
 	return cmd
+}
+
+// demoSessions issues the demo users' dashboard tokens for scripts: dev only, so they live
+// as long as a session does rather than the usual minutes.
+func demoSessions(p *platform, a *authSettings) demo.Sessions {
+	keys, _ := session.ParseKeys(a.session.Keys) // already parsed by newAuth
+	return session.NewManager(p.pg, keys, session.Options{AccessTTL: a.session.RefreshTTL, RefreshTTL: a.session.RefreshTTL, InsecureCookies: true})
 }
 
 // ensureNamespace creates the namespace of the Webhook resources on a local control plane,

@@ -52,9 +52,12 @@ func closedAddr(t *testing.T) string {
 
 func freeAddr(t *testing.T) string { return closedAddr(t) }
 
+// sessionKeys is a valid --session-keys value for the api.
+const sessionKeys = "k1:MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="
+
 func command(env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), "PARTNERSTREAM_SESSION_KEYS="+sessionKeys), env...)
 	return cmd
 }
 
@@ -67,6 +70,8 @@ func TestAComponentRefusesToStartWithAOneLineErrorNamingTheProblem(t *testing.T)
 		want string
 	}{
 		{"api without a Postgres URL", []string{"api"}, nil, "setting --postgres-url (PARTNERSTREAM_POSTGRES_URL): is required"},
+		{"api without session keys", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t)}, []string{"PARTNERSTREAM_SESSION_KEYS="}, "setting --session-keys (PARTNERSTREAM_SESSION_KEYS): is required"},
+		{"api with a short session key", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t), "--session-keys", "k1:c2hvcnQ="}, nil, "setting --session-keys"},
 		{"api with a malformed broker list", []string{"api", "--postgres-url", pg, "--kafka-brokers", "nohost"}, nil, "setting --kafka-brokers"},
 		{"api when Postgres is unreachable", []string{"api", "--kafka-brokers", closedAddr(t)}, []string{"PARTNERSTREAM_POSTGRES_URL=postgres://u:secretpw@" + closedAddr(t) + "/db"}, "postgres:"},
 		{"api when Kafka is unreachable", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t)}, nil, "kafka"},

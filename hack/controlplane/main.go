@@ -8,23 +8,26 @@
 // <dir>/etcd, so objects survive a restart; everything else is new on every start: ports,
 // CA, certificates and the service-account signing key (tokens issued before a restart stop
 // working). When the API server is ready the CRDs found in --crds are applied (a missing or
-// empty directory is skipped), an admin kubeconfig (system:masters) is written to
-// --kubeconfig, and one line goes to stdout:
+// empty directory is skipped; CRDs stay in etcd when their file goes away), an admin
+// kubeconfig (system:masters, client certificate valid for 7 days) is written to
+// --kubeconfig, and one line goes to stdout, with the absolute path:
 //
 //	controlplane: ready, kubeconfig at <path>
 //
 // Logs go to stderr; etcd and kube-apiserver write to <dir>/etcd.log and
-// <dir>/kube-apiserver.log. The client certificate in the kubeconfig is valid for 7 days.
+// <dir>/kube-apiserver.log (truncated at every start).
 //
-// Stopping. SIGINT or SIGTERM stops kube-apiserver, then etcd (envtest signals each process
-// group, SIGKILL after 15 s) and removes the kubeconfig. A second signal exits at once; so
-// does a SIGKILL of this process. For those cases each binary is started through a guard (this
-// same executable, run under the binary's name through a symlink in <dir>/bin): the guard runs
-// the real binary as its child and, when it sees that this process is gone (it polls its own
-// parent pid), sends it SIGTERM and SIGKILL 10 s later. So nothing outlives the control plane
-// for more than a fraction of a second plus the binary's own shutdown. Send signals to this
-// process, not to the guards: a guard ignores SIGINT and SIGTERM itself (its child gets them
-// through the process group, which is how envtest stops it).
+// Stopping. SIGINT or SIGTERM stops kube-apiserver, then etcd (envtest signals each one's
+// process group, SIGKILL after 15 s) and removes the kubeconfig. A second signal exits at
+// once; so does a SIGKILL of this process. For those cases each binary runs under a guard:
+// this same executable, started through a symlink <dir>/bin/<binary>, which runs the real
+// binary as its child. When the guard sees that this process is gone (it polls its own parent
+// pid every 200 ms) it sends the child SIGTERM, and SIGKILL 5 s later (etcd can take that long
+// to drain a dying API server's streams): nothing outlives the control plane by more than
+// about 5 s. A guard itself ignores SIGINT and SIGTERM (its child gets them through the
+// process group, which is how envtest stops it), so signal this process, not the guards.
+// Under `go run`, Ctrl-C reaches this process (same process group), but a SIGTERM sent to the
+// go command alone is not forwarded: scripts should run the built binary.
 //
 // A lock on <dir>/controlplane.lock keeps a second instance off the same data directory.
 // etcd runs with envtest's --unsafe-no-fsync: the data survives any process crash, but not
@@ -119,8 +122,7 @@ func run(o options) error {
 	began := time.Now()
 	if _, err := env.Start(); err != nil {
 		_ = env.Stop() // a failure after the processes came up (CRDs) leaves them running
-		return fmt.Errorf("start (logs in %s; if etcd fails after a machine crash, delete %s): %w",
-			o.dir, filepath.Join(o.dir, "etcd"), err)
+		return fmt.Errorf("start (process logs in %s): %w", o.dir, err)
 	}
 	slog.Info("control plane started", "took", time.Since(began).Round(time.Millisecond),
 		"apiserver", env.Config.Host, "crds", len(env.CRDs))
@@ -129,9 +131,12 @@ func run(o options) error {
 		_ = env.Stop()
 		return err
 	}
-	fmt.Printf("controlplane: ready, kubeconfig at %s\n", o.kubeconfig)
-
-	<-stop
+	select {
+	case <-stop: // signalled while starting: stop without announcing readiness
+	default:
+		fmt.Printf("controlplane: ready, kubeconfig at %s\n", o.kubeconfig)
+		<-stop
+	}
 	began = time.Now()
 	err = env.Stop()
 	_ = os.Remove(o.kubeconfig)
@@ -327,7 +332,7 @@ func guardName() (string, bool) {
 // its exit code. When the control plane process disappears (even by SIGKILL) the guard is
 // re-parented; it notices within pollEvery and stops the child: SIGTERM, then SIGKILL.
 func runGuard(name string) int {
-	const pollEvery, killAfter = 200 * time.Millisecond, 10 * time.Second
+	const pollEvery, killAfter = 200 * time.Millisecond, 5 * time.Second
 	parent := os.Getppid()
 	if want, err := strconv.Atoi(os.Getenv(envParent)); err == nil && want != parent {
 		return 1 // the control plane died before the guard started

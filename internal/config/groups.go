@@ -143,13 +143,17 @@ func (k *Kafka) Validate() error {
 
 // API is the HTTP server of the api component.
 type API struct {
-	Addr    string
-	BaseURL string
+	Addr              string
+	BaseURL           string
+	RateLimitRequests int
+	RateLimitWindow   time.Duration
 }
 
 func (a *API) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.Addr, "http-addr", ":8080", "listen address of the HTTP API, dashboard and click redirects")
 	fs.StringVar(&a.BaseURL, "base-url", "http://127.0.0.1:8080", "public URL of the api, used in tracking links and e-mails")
+	fs.IntVar(&a.RateLimitRequests, "rate-limit-requests", 1200, "requests per API key or session per window, per api replica (0 disables)")
+	fs.DurationVar(&a.RateLimitWindow, "rate-limit-window", time.Minute, "window of the per-credential rate limit")
 }
 
 func (a *API) Validate() error {
@@ -161,6 +165,12 @@ func (a *API) Validate() error {
 		return Invalid("base-url", fmt.Errorf("%q must be an absolute http(s) URL", a.BaseURL))
 	}
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
+	if a.RateLimitRequests < 0 {
+		return Invalid("rate-limit-requests", errors.New("must be 0 (off) or more"))
+	}
+	if a.RateLimitWindow < time.Second {
+		return Invalid("rate-limit-window", errors.New("must be at least 1s"))
+	}
 	return nil
 }
 

@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/session"
 )
 
 // Account is one demo company as scripts see it.
@@ -19,6 +21,8 @@ type Account struct {
 	CompanyID string `json:"company_id"`
 	APIKey    string `json:"api_key"`
 	Email     string `json:"email"`
+	// SessionToken is a dashboard session of the owner (dev only), for scripts.
+	SessionToken string `json:"session_token,omitempty"`
 }
 
 // File is the content of .local/demo.json.
@@ -33,7 +37,12 @@ type Store interface {
 	UserByEmail(ctx context.Context, email string) (identity.User, error)
 	CreateCompany(ctx context.Context, in identity.NewCompany) (identity.Company, identity.User, error)
 	CreateAPIKey(ctx context.Context, companyID, name string) (string, identity.APIKey, error)
-	CompanyByAPIKey(ctx context.Context, key string) (identity.Company, error)
+	LookupKey(ctx context.Context, hash []byte) (auth.KeyRecord, error)
+}
+
+// Sessions issues the demo users' dashboard tokens.
+type Sessions interface {
+	Issue(ctx context.Context, s session.Subject, meta session.Meta) (session.Tokens, error)
 }
 
 // Demo e-mail addresses; the .local domain never receives mail.
@@ -42,17 +51,18 @@ const (
 	AffiliateEmail  = "affiliate@demo.partnerstream.local"
 )
 
-// Seed makes sure the demo companies exist and writes the file at path.
-func Seed(ctx context.Context, s Store, baseURL, path string) (File, error) {
+// Seed makes sure the demo companies exist and writes the file at path; with sessions, each
+// account also gets a dashboard session token.
+func Seed(ctx context.Context, s Store, sessions Sessions, baseURL, path string) (File, error) {
 	var prev File
 	if b, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(b, &prev) // a broken file is simply rewritten
 	}
-	adv, err := ensure(ctx, s, identity.NewCompany{Kind: identity.Advertiser, Name: "Demo Brand", OwnerEmail: AdvertiserEmail, OwnerName: "Ada Advertiser"}, prev.Advertiser)
+	adv, err := ensure(ctx, s, sessions, identity.NewCompany{Kind: identity.Advertiser, Name: "Demo Brand", OwnerEmail: AdvertiserEmail, OwnerName: "Ada Advertiser"}, prev.Advertiser)
 	if err != nil {
 		return File{}, err
 	}
-	aff, err := ensure(ctx, s, identity.NewCompany{Kind: identity.Affiliate, Name: "Demo Publisher", OwnerEmail: AffiliateEmail, OwnerName: "Alex Affiliate"}, prev.Affiliate)
+	aff, err := ensure(ctx, s, sessions, identity.NewCompany{Kind: identity.Affiliate, Name: "Demo Publisher", OwnerEmail: AffiliateEmail, OwnerName: "Alex Affiliate"}, prev.Affiliate)
 	if err != nil {
 		return File{}, err
 	}
@@ -63,7 +73,7 @@ func Seed(ctx context.Context, s Store, baseURL, path string) (File, error) {
 	return f, nil
 }
 
-func ensure(ctx context.Context, s Store, in identity.NewCompany, prev Account) (Account, error) {
+func ensure(ctx context.Context, s Store, sessions Sessions, in identity.NewCompany, prev Account) (Account, error) {
 	u, err := s.UserByEmail(ctx, in.OwnerEmail)
 	switch {
 	case errors.Is(err, identity.ErrNotFound):
@@ -74,18 +84,29 @@ func ensure(ctx context.Context, s Store, in identity.NewCompany, prev Account) 
 	case err != nil:
 		return Account{}, fmt.Errorf("seed %s: %w", in.Kind, err)
 	}
-	acc := Account{CompanyID: u.CompanyID, Email: u.Email, APIKey: prev.APIKey}
-	if acc.APIKey != "" {
-		if c, err := s.CompanyByAPIKey(ctx, acc.APIKey); err == nil && c.ID == u.CompanyID {
-			return acc, nil
-		}
-	}
-	key, _, err := s.CreateAPIKey(ctx, u.CompanyID, "demo")
-	if err != nil {
+	acc := Account{CompanyID: u.CompanyID, Email: u.Email}
+	if acc.APIKey, err = ensureKey(ctx, s, u.CompanyID, prev.APIKey); err != nil {
 		return Account{}, fmt.Errorf("seed %s key: %w", in.Kind, err)
 	}
-	acc.APIKey = key
+	if sessions != nil {
+		t, err := sessions.Issue(ctx, session.Subject{UserID: u.ID, CompanyID: u.CompanyID, CompanyKind: in.Kind, Role: u.Role, Locale: u.Locale}, session.Meta{UserAgent: "partnerstream dev seed"})
+		if err != nil {
+			return Account{}, fmt.Errorf("seed %s session: %w", in.Kind, err)
+		}
+		acc.SessionToken = t.Access
+	}
 	return acc, nil
+}
+
+// ensureKey keeps the previous demo key while it still works, so scripts keep theirs.
+func ensureKey(ctx context.Context, s Store, companyID, prev string) (string, error) {
+	if _, err := auth.ParseKey(prev); err == nil {
+		if k, err := s.LookupKey(ctx, auth.HashKey(prev)); err == nil && k.CompanyID == companyID {
+			return prev, nil
+		}
+	}
+	key, _, err := s.CreateAPIKey(ctx, companyID, "demo")
+	return key, err
 }
 
 // write replaces the file atomically; it holds API keys, so only the owner may read it.

@@ -11,11 +11,13 @@ import (
 	"net"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/metrics"
@@ -29,13 +31,27 @@ type Options struct {
 	Addr   string
 	Log    *slog.Logger
 	Health *health.Registry
+	// Keys authenticates API keys (/api/v1, /api/partner-api); Sessions authenticates the
+	// dashboard (/api). Without them those families refuse every request.
+	Keys     KeyAuthenticator
+	Sessions SessionAuthenticator
+	// Idempotency stores Idempotency-Key responses; nil disables replay.
+	Idempotency IdempotencyStore
+	// RateLimit per credential; zero Requests disables it.
+	RateLimit RateLimit
+	Now       func() time.Time
 }
 
 // Server is the api component.
 type Server struct {
-	app  *fiber.App
-	addr string
-	log  *slog.Logger
+	app       *fiber.App
+	addr      string
+	log       *slog.Logger
+	keys      KeyAuthenticator
+	sessions  SessionAuthenticator
+	idem      IdempotencyStore
+	limiter   *limiter
+	publicAPI [][]string // /api route templates that need no credentials (sign-in), by segment
 	// bound receives the listening address once the server accepts connections.
 	bound chan string
 }
@@ -54,11 +70,19 @@ func New(o Options) *Server {
 		// headers is configured there, never by default.
 		EnableTrustedProxyCheck: true,
 	})
-	s := &Server{app: app, addr: o.Addr, log: o.Log, bound: make(chan string, 1)}
-	app.Use(s.recover, requestID, observe)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Keys == nil {
+		o.Keys = noKeys{}
+	}
+	s := &Server{app: app, addr: o.Addr, log: o.Log, keys: o.Keys, sessions: o.Sessions, idem: o.Idempotency,
+		limiter: newLimiter(o.RateLimit, o.Now), bound: make(chan string, 1)}
+	app.Use(s.recover, requestID, observe, s.families)
 	app.Get("/healthz", func(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"status": "ok"})
 	})
+	s.mountOpenAPI()
 	app.Get("/readyz", func(c *fiber.Ctx) error {
 		rep := o.Health.Ready(c.UserContext())
 		if !rep.Ready {
@@ -72,6 +96,41 @@ func New(o Options) *Server {
 
 // App exposes the Fiber app so other packages can mount their routes.
 func (s *Server) App() *fiber.App { return s.app }
+
+// Public registers a route under /api that needs no credentials (sign-in).
+func (s *Server) Public(method, path string, h ...fiber.Handler) {
+	s.publicAPI = append(s.publicAPI, strings.Split(path, "/"))
+	s.app.Add(method, path, h...)
+}
+
+// isPublic reports whether a request path matches a public route template (":param"
+// segments match any one segment).
+func (s *Server) isPublic(path string) bool {
+	segs := strings.Split(path, "/")
+	for _, tmpl := range s.publicAPI {
+		if len(tmpl) != len(segs) {
+			continue
+		}
+		match := true
+		for i, t := range tmpl {
+			if !strings.HasPrefix(t, ":") && t != segs[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// noKeys refuses every API key (a server built without a key store).
+type noKeys struct{}
+
+func (noKeys) Authenticate(context.Context, string) (auth.KeyRecord, error) {
+	return auth.KeyRecord{}, auth.ErrUnknownKey
+}
 
 // Name implements run.Component.
 func (s *Server) Name() string { return "api" }

@@ -124,22 +124,25 @@ func (s *Store) CreateAPIKey(ctx context.Context, companyID, name string) (strin
 	return key, k, nil
 }
 
-// CompanyByAPIKey returns the company of an active (not revoked) key.
-func (s *Store) CompanyByAPIKey(ctx context.Context, key string) (Company, error) {
-	if _, err := auth.ParseKey(key); err != nil {
-		return Company{}, ErrNotFound
+// RecordLogin stamps the user's last sign-in.
+func (s *Store) RecordLogin(ctx context.Context, userID string) error {
+	if _, err := s.db.Exec(ctx, `UPDATE users SET last_login_at = now() WHERE id = $1`, userID); err != nil {
+		return fmt.Errorf("record login: %w", err)
 	}
-	var c Company
+	return nil
+}
+
+// UserByID returns a user.
+func (s *Store) UserByID(ctx context.Context, id string) (User, error) {
+	var u User
 	err := s.db.QueryRow(ctx,
-		`SELECT c.id, c.kind, c.name, c.locale, c.created_at
-		   FROM api_keys k JOIN companies c ON c.id = k.company_id
-		  WHERE k.hash = $1 AND k.revoked_at IS NULL`, auth.HashKey(key)).
-		Scan(&c.ID, &c.Kind, &c.Name, &c.Locale, &c.CreatedAt)
+		`SELECT id, company_id, email, name, role, locale, created_at FROM users WHERE id = $1`, id).
+		Scan(&u.ID, &u.CompanyID, &u.Email, &u.Name, &u.Role, &u.Locale, &u.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Company{}, ErrNotFound
+		return User{}, ErrNotFound
 	}
 	if err != nil {
-		return Company{}, fmt.Errorf("company by api key: %w", err)
+		return User{}, fmt.Errorf("user by id: %w", err)
 	}
-	return c, nil
+	return u, nil
 }

@@ -169,3 +169,19 @@ func closeMigrator(m *migrate.Migrate, log *slog.Logger) {
 		log.Warn("postgres: close migrator", "source_error", srcErr, "database_error", dbErr)
 	}
 }
+
+// LatestVersion is the version of the newest embedded migration.
+func LatestVersion() (uint, error) {
+	entries, err := migrationFiles.ReadDir("migrations")
+	if err != nil {
+		return 0, fmt.Errorf("read embedded migrations: %w", err)
+	}
+	var latest uint
+	for _, e := range entries {
+		var v uint
+		if _, err := fmt.Sscanf(e.Name(), "%d_", &v); err == nil && v > latest {
+			latest = v
+		}
+	}
+	return latest, nil
+}

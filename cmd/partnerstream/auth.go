@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/partnerstream/partnerstream/internal/config"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/magiccode"
+	"github.com/partnerstream/partnerstream/internal/mailer"
+	"github.com/partnerstream/partnerstream/internal/oidclogin"
+	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/signin"
+)
+
+// authSettings are the sign-in settings of the api (and dev).
+type authSettings struct {
+	session config.Session
+	smtp    config.SMTP
+	oauth   config.OAuth
+}
+
+func (a *authSettings) groups() []config.Group {
+	return []config.Group{sessionKeysChecked{&a.session}, &a.smtp, &a.oauth}
+}
+
+// sessionKeysChecked parses the keys while settings are read, so a bad key stops start-up
+// before any store is opened.
+type sessionKeysChecked struct{ *config.Session }
+
+func (s sessionKeysChecked) Validate() error {
+	if err := s.Session.Validate(); err != nil {
+		return err
+	}
+	if s.Keys == "" {
+		return nil
+	}
+	if _, err := session.ParseKeys(s.Keys); err != nil {
+		return config.Invalid("session-keys", err)
+	}
+	return nil
+}
+
+// authDeps are the built sign-in services.
+type authDeps struct {
+	sessions *session.Manager
+	signin   *signin.Service
+	users    *identity.Store
+	codes    *magiccode.Service // nil without e-mail
+}
+
+// prune deletes expired sessions and sign-in codes.
+func (d *authDeps) prune(ctx context.Context) error {
+	if _, err := d.sessions.DeleteExpired(ctx); err != nil {
+		return err
+	}
+	if d.codes != nil {
+		if _, err := d.codes.Prune(ctx, 24*time.Hour); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newAuth builds sessions, magic codes and social sign-in. devMail logs codes when no SMTP
+// relay is configured (dev); otherwise e-mail sign-in is off without one.
+func newAuth(ctx context.Context, p *platform, a *authSettings, baseURL string, devMail bool) (*authDeps, error) {
+	keys, err := session.ParseKeys(a.session.Keys)
+	if err != nil {
+		return nil, config.Invalid("session-keys", err)
+	}
+	sessions := session.NewManager(p.pg, keys, session.Options{AccessTTL: a.session.AccessTTL, RefreshTTL: a.session.RefreshTTL, InsecureCookies: a.session.InsecureCookies})
+	users := identity.NewStore(p.pg)
+
+	deps := &authDeps{sessions: sessions, users: users}
+	var codes signin.Codes
+	var m mailer.Mailer
+	switch {
+	case a.smtp.Host != "":
+		if m, err = mailer.NewSMTP(mailer.SMTPConfig{Host: a.smtp.Host, Port: a.smtp.Port, TLS: a.smtp.TLS, Username: a.smtp.Username, Password: a.smtp.Password, From: a.smtp.From}); err != nil {
+			return nil, config.Invalid("smtp-host", err)
+		}
+	case devMail:
+		m = mailer.NewLog(p.componentLog("mail"))
+	default:
+		p.log.Warn("no --smtp-host: e-mail sign-in codes are disabled")
+	}
+	if m != nil {
+		svc, err := magiccode.NewService(p.pg, m, magiccode.Options{Pepper: keys.Derive("magic-code-pepper")})
+		if err != nil {
+			return nil, fmt.Errorf("magic codes: %w", err)
+		}
+		codes, deps.codes = svc, svc
+	}
+
+	var providers []oidclogin.ProviderConfig
+	for _, pc := range []oidclogin.ProviderConfig{
+		{Name: "google", Issuer: a.oauth.GoogleIssuer, ClientID: a.oauth.GoogleClientID, ClientSecret: a.oauth.GoogleClientSecret},
+		{Name: "linkedin", Issuer: a.oauth.LinkedInIssuer, ClientID: a.oauth.LinkedInClientID, ClientSecret: a.oauth.LinkedInClientSecret},
+	} {
+		if pc.ClientID != "" {
+			pc.RedirectURL = baseURL + "/api/auth/oauth/" + pc.Name + "/callback"
+			providers = append(providers, pc)
+		}
+	}
+	var oauth signin.OAuth
+	if len(providers) > 0 {
+		svc, err := oidclogin.New(ctx, p.pg, providers, oidclogin.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("oauth: %w", err)
+		}
+		oauth = svc
+	}
+	deps.signin = signin.New(users, sessions, codes, oauth)
+	return deps, nil
+}
+
+// devSessionKeys returns the session keys kept in the dev state directory, made on first use,
+// so browser sessions and demo tokens survive a restart of `partnerstream dev`.
+func devSessionKeys(dir string) (string, error) {
+	path := filepath.Join(dir, "session-keys")
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	spec := session.GenerateKeySpec()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("dev session keys: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(spec+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("dev session keys: %w", err)
+	}
+	return spec, nil
+}

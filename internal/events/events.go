@@ -1,0 +1,59 @@
+// Package events defines the messages on the platform's Kafka topics: click events on
+// partnerstream.clicks and domain events on partnerstream.events. Producers (api, outbox
+// relay) and consumers (ingest, deliver) share these types, so the wire format lives in one
+// place.
+package events
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Click is one tracked click, keyed by ClickID on partnerstream.clicks. The redirect makes it;
+// ingest writes it to ClickHouse.
+type Click struct {
+	ClickID      string    `json:"click_id"`
+	OccurredAt   time.Time `json:"occurred_at"`
+	LinkID       string    `json:"link_id"`
+	ProgramID    string    `json:"program_id"`
+	AffiliateID  string    `json:"affiliate_id"`
+	AdvertiserID string    `json:"advertiser_id"`
+	PromotionID  string    `json:"promotion_id,omitempty"`
+	Sub1         string    `json:"sub1,omitempty"`
+	Sub2         string    `json:"sub2,omitempty"`
+	Sub3         string    `json:"sub3,omitempty"`
+	Sub4         string    `json:"sub4,omitempty"`
+	Sub5         string    `json:"sub5,omitempty"`
+	IP           string    `json:"ip"`
+	UserAgent    string    `json:"user_agent"`
+	Referrer     string    `json:"referrer,omitempty"`
+	Country      string    `json:"country,omitempty"`
+	IsBot        bool      `json:"is_bot"`
+	IsDuplicate  bool      `json:"is_duplicate"`
+	LandingURL   string    `json:"landing_url"`
+}
+
+// Domain event types (ARCHITECTURE.md section 6).
+const (
+	ConversionCreated       = "conversion.created"
+	ConversionApproved      = "conversion.approved"
+	ConversionRejected      = "conversion.rejected"
+	PartnershipCreated      = "partnership.created"
+	CommissionStatusChanged = "commission.status_changed"
+)
+
+// Types lists every domain event type.
+var Types = []string{ConversionCreated, ConversionApproved, ConversionRejected, PartnershipCreated, CommissionStatusChanged}
+
+// Envelope is a domain event on partnerstream.events, keyed by the aggregate id. It is written
+// to the outbox in the transaction of the change and published by the relay; consumers dedupe
+// by ID (a relay crash may publish an event twice, never lose one).
+type Envelope struct {
+	ID           string          `json:"id"` // evt_...
+	Type         string          `json:"type"`
+	OccurredAt   time.Time       `json:"occurred_at"`
+	AdvertiserID string          `json:"advertiser_id"`
+	AffiliateID  string          `json:"affiliate_id"`
+	ProgramID    string          `json:"program_id"`
+	Data         json.RawMessage `json:"data"`
+}

@@ -1,0 +1,110 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/page"
+)
+
+// APIKeyStore is what the API key routes need from the identity store.
+type APIKeyStore interface {
+	CreateAPIKey(ctx context.Context, companyID, name string) (string, identity.APIKey, error)
+	ListAPIKeys(ctx context.Context, companyID string, p page.Request) ([]identity.APIKey, string, error)
+	RevokeAPIKey(ctx context.Context, companyID, keyID string) (string, error)
+	CompanyByID(ctx context.Context, id string) (identity.Company, error)
+}
+
+// forgetter is implemented by key authenticators with a cache to evict on revocation.
+type forgetter interface{ Forget(hashHex string) }
+
+// createdAPIKey is the one response that carries the key itself.
+type createdAPIKey struct {
+	identity.APIKey
+	Key string `json:"key"`
+}
+
+// MountAPIKeys adds the dashboard's API key routes and the partner API's `me`.
+func (s *Server) MountAPIKeys(store APIKeyStore) {
+	s.app.Get("/api/api-keys", func(c *fiber.Ctx) error {
+		p, err := PageRequest(c)
+		if err != nil {
+			return err
+		}
+		keys, next, err := store.ListAPIKeys(c.UserContext(), Caller(c).CompanyID, p)
+		if err != nil {
+			return err
+		}
+		return c.JSON(page.List[identity.APIKey]{Data: nonNil(keys), NextCursor: next})
+	})
+	s.app.Post("/api/api-keys", requireAdmin, s.Idempotent(func(c *fiber.Ctx) error {
+		var in struct {
+			Name string `json:"name"`
+		}
+		if err := DecodeJSON(c, &in); err != nil {
+			return err
+		}
+		in.Name = strings.TrimSpace(in.Name)
+		if in.Name == "" || utf8.RuneCountInString(in.Name) > 100 {
+			return Invalid(FieldError{Field: "name", Message: "must be 1 to 100 characters"})
+		}
+		key, rec, err := store.CreateAPIKey(c.UserContext(), Caller(c).CompanyID, in.Name)
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		return c.Status(fiber.StatusCreated).JSON(createdAPIKey{APIKey: rec, Key: key})
+	}))
+	s.app.Delete("/api/api-keys/:id", requireAdmin, func(c *fiber.Ctx) error {
+		id := c.Params("id")
+		if !ids.Valid(ids.APIKey, id) {
+			return NewProblem(fiber.StatusNotFound, "not_found", "no such API key")
+		}
+		hash, err := store.RevokeAPIKey(c.UserContext(), Caller(c).CompanyID, id)
+		if errors.Is(err, identity.ErrNotFound) {
+			return NewProblem(fiber.StatusNotFound, "not_found", "no such API key")
+		}
+		if err != nil {
+			return err
+		}
+		if f, ok := s.keys.(forgetter); ok {
+			f.Forget(hash)
+		}
+		return c.SendStatus(fiber.StatusNoContent)
+	})
+	s.app.Get("/api/partner-api/me", func(c *fiber.Ctx) error {
+		p := Caller(c)
+		co, err := store.CompanyByID(c.UserContext(), p.CompanyID)
+		if err != nil {
+			return err
+		}
+		return c.JSON(partnerMe{Company: co, APIKeyID: p.KeyID})
+	})
+}
+
+type partnerMe struct {
+	Company  identity.Company `json:"company"`
+	APIKeyID string           `json:"api_key_id"`
+}
+
+// requireAdmin lets owners and admins manage credentials; members may only read.
+func requireAdmin(c *fiber.Ctx) error {
+	switch Caller(c).Role {
+	case "owner", "admin":
+		return c.Next()
+	}
+	return NewProblem(fiber.StatusForbidden, "forbidden", "only owners and admins can manage API keys")
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,232 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/testenv"
+)
+
+var sixDigits = regexp.MustCompile(`\b[0-9]{6}\b`)
+
+// code asks for a sign-in code and reads it from the SMTP listener.
+func (f *fixture) code(t *testing.T, email string) string {
+	t.Helper()
+	before := f.inbox.Count(email)
+	r := f.do(t, "POST", "/api/auth/magic-code", nil, `{"email":"`+email+`"}`)
+	if r.status != 202 {
+		t.Fatalf("magic-code: %d %s", r.status, r.raw)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for f.inbox.Count(email) == before {
+		if time.Now().After(deadline) {
+			t.Fatalf("no e-mail reached %s", email)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	msg := f.inbox.Wait(t, email, time.Second)
+	c := sixDigits.FindString(msg.Text)
+	if c == "" {
+		t.Fatalf("no code in the e-mail: %q", msg.Text)
+	}
+	return c
+}
+
+// signUp registers a company through the magic-code flow and returns the session response.
+func (f *fixture) signUp(t *testing.T, email, kind string) response {
+	t.Helper()
+	r := f.do(t, "POST", "/api/auth/magic-code/verify", nil,
+		`{"email":"`+email+`","code":"`+f.code(t, email)+`","company_kind":"`+kind+`","company_name":"Co of `+email+`"}`)
+	if r.status != 200 {
+		t.Fatalf("sign-up: %d %s", r.status, r.raw)
+	}
+	return r
+}
+
+func bearerOf(r response) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + r.body["access_token"].(string)}
+}
+
+func cookiesOf(r response) (cookie string, csrf string) {
+	var parts []string
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		if c.Value == "" {
+			continue
+		}
+		parts = append(parts, c.Name+"="+c.Value)
+		if c.Name == session.CSRFCookie {
+			csrf = c.Value
+		}
+	}
+	return strings.Join(parts, "; "), csrf
+}
+
+func TestMagicCodeSignUpThenSignIn(t *testing.T) {
+	f := newFixture(t)
+	email := "new.brand@example.test"
+	r := f.do(t, "POST", "/api/auth/magic-code/verify", nil, `{"email":"`+email+`","code":"`+f.code(t, email)+`"}`)
+	if r.status != 422 || r.body["code"] != "registration_required" {
+		t.Fatalf("unknown address without sign-up details: %d %s", r.status, r.raw)
+	}
+	up := f.signUp(t, email, "advertiser")
+	if up.body["registered"] != true || up.body["company"].(map[string]any)["kind"] != "advertiser" {
+		t.Fatalf("sign-up response: %s", up.raw)
+	}
+	me := f.do(t, "GET", "/api/auth/me", bearerOf(up), "")
+	if me.status != 200 || me.body["user"].(map[string]any)["email"] != email {
+		t.Fatalf("me: %d %s", me.status, me.raw)
+	}
+	in := f.do(t, "POST", "/api/auth/magic-code/verify", nil, `{"email":"NEW.Brand@example.test","code":"`+f.code(t, email)+`"}`)
+	if in.status != 200 || in.body["registered"] == true {
+		t.Fatalf("second sign-in: %d %s", in.status, in.raw)
+	}
+	if in.body["company"].(map[string]any)["id"] != up.body["company"].(map[string]any)["id"] {
+		t.Fatal("signing in again landed in another company")
+	}
+}
+
+func TestWrongCodesAreRefusedAlikeAndLockAfterFive(t *testing.T) {
+	f := newFixture(t)
+	email := "locked@example.test"
+	good := f.code(t, email)
+	wrong := "000000"
+	if good == wrong {
+		wrong = "111111"
+	}
+	for i := 0; i < 5; i++ {
+		r := f.do(t, "POST", "/api/auth/magic-code/verify", nil, `{"email":"`+email+`","code":"`+wrong+`","company_kind":"affiliate","company_name":"X"}`)
+		if r.status != 401 {
+			t.Fatalf("wrong code %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	r := f.do(t, "POST", "/api/auth/magic-code/verify", nil, `{"email":"`+email+`","code":"`+good+`","company_kind":"affiliate","company_name":"X"}`)
+	if r.status != 401 {
+		t.Fatalf("the right code after 5 wrong ones: %d %s", r.status, r.raw)
+	}
+}
+
+func TestKnownAndUnknownAddressesGetTheSameAnswer(t *testing.T) {
+	f := newFixture(t)
+	f.signUp(t, "known@example.test", "affiliate")
+	known := f.do(t, "POST", "/api/auth/magic-code", nil, `{"email":"known@example.test"}`)
+	unknown := f.do(t, "POST", "/api/auth/magic-code", nil, `{"email":"unknown@example.test"}`)
+	if known.status != unknown.status || known.raw != unknown.raw {
+		t.Fatalf("known %d %s vs unknown %d %s", known.status, known.raw, unknown.status, unknown.raw)
+	}
+}
+
+func TestCookieSessionsNeedTheCSRFTokenToChangeState(t *testing.T) {
+	f := newFixture(t)
+	up := f.signUp(t, "cookie@example.test", "advertiser")
+	cookie, csrf := cookiesOf(up)
+	if csrf == "" {
+		t.Fatal("no CSRF cookie was set")
+	}
+	if r := f.do(t, "GET", "/api/auth/me", map[string]string{"Cookie": cookie}, ""); r.status != 200 {
+		t.Fatalf("GET with the cookie: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "POST", "/api/api-keys", map[string]string{"Cookie": cookie}, `{"name":"ci"}`); r.status != 403 || r.body["code"] != "csrf_failed" {
+		t.Fatalf("POST with the cookie, no CSRF token: %d %s", r.status, r.raw)
+	}
+	r := f.do(t, "POST", "/api/api-keys", map[string]string{"Cookie": cookie, "X-CSRF-Token": csrf}, `{"name":"ci"}`)
+	if r.status != 201 {
+		t.Fatalf("POST with the CSRF token: %d %s", r.status, r.raw)
+	}
+}
+
+func TestAKeyMadeInTheDashboardWorksUntilRevoked(t *testing.T) {
+	f := newFixture(t)
+	s := bearerOf(f.signUp(t, "keys@example.test", "affiliate"))
+	made := f.do(t, "POST", "/api/api-keys", s, `{"name":"reporting"}`)
+	if made.status != 201 {
+		t.Fatalf("create: %d %s", made.status, made.raw)
+	}
+	key := made.body["key"].(string)
+	use := map[string]string{"x-api-key": key}
+	if r := f.do(t, "GET", "/api/partner-api/me", use, ""); r.status != 200 {
+		t.Fatalf("using the new key: %d %s", r.status, r.raw)
+	}
+	list := f.do(t, "GET", "/api/api-keys", s, "")
+	if strings.Contains(list.raw, key) || !strings.Contains(list.raw, made.body["prefix"].(string)) {
+		t.Fatalf("the list must show the prefix, never the key: %s", list.raw)
+	}
+	if r := f.do(t, "DELETE", "/api/api-keys/"+made.body["id"].(string), s, ""); r.status != 204 {
+		t.Fatalf("revoke: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "GET", "/api/partner-api/me", use, ""); r.status != 401 {
+		t.Fatalf("a revoked key still works: %d", r.status)
+	}
+}
+
+func TestACompanyNeverSeesOrRevokesAnothersKeys(t *testing.T) {
+	f := newFixture(t)
+	a := bearerOf(f.signUp(t, "a@example.test", "advertiser"))
+	b := bearerOf(f.signUp(t, "b@example.test", "affiliate"))
+	made := f.do(t, "POST", "/api/api-keys", a, `{"name":"a's key"}`)
+	id := made.body["id"].(string)
+	if r := f.do(t, "GET", "/api/api-keys", b, ""); strings.Contains(r.raw, id) {
+		t.Fatalf("b lists a's key: %s", r.raw)
+	}
+	if r := f.do(t, "DELETE", "/api/api-keys/"+id, b, ""); r.status != 404 {
+		t.Fatalf("b revoking a's key: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "GET", "/api/partner-api/me", map[string]string{"x-api-key": made.body["key"].(string)}, ""); r.status != 200 {
+		t.Fatalf("a's key stopped working: %d", r.status)
+	}
+}
+
+func TestLogoutAndRefresh(t *testing.T) {
+	f := newFixture(t)
+	up := f.signUp(t, "out@example.test", "advertiser")
+	refreshed := f.do(t, "POST", "/api/auth/refresh", nil, `{"refresh_token":"`+up.body["refresh_token"].(string)+`"}`)
+	if refreshed.status != 200 || refreshed.body["refresh_token"] == up.body["refresh_token"] {
+		t.Fatalf("refresh: %d %s", refreshed.status, refreshed.raw)
+	}
+	f.skew.Store(int64(time.Minute)) // past the grace for racing refreshes
+	reused := f.do(t, "POST", "/api/auth/refresh", nil, `{"refresh_token":"`+up.body["refresh_token"].(string)+`"}`)
+	if reused.status != 401 {
+		t.Fatalf("a reused refresh token: %d %s", reused.status, reused.raw)
+	}
+	// Reuse is theft: the whole session is revoked, the fresh tokens included.
+	if r := f.do(t, "GET", "/api/auth/me", bearerOf(refreshed), ""); r.status != 401 {
+		t.Fatalf("the session survived a reused refresh token: %d", r.status)
+	}
+	other := f.do(t, "POST", "/api/auth/magic-code/verify", nil, `{"email":"out@example.test","code":"`+f.code(t, "out@example.test")+`"}`)
+	if r := f.do(t, "POST", "/api/auth/logout", bearerOf(other), ""); r.status != 204 {
+		t.Fatalf("logout: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "GET", "/api/auth/me", bearerOf(other), ""); r.status != 401 || r.body["code"] != "session_revoked" {
+		t.Fatalf("after logout: %d %s", r.status, r.raw)
+	}
+}
+
+func TestOAuthSignUpThroughTheRoutes(t *testing.T) {
+	f := newFixture(t)
+	f.google.SetUser(testenv.OIDCUser{Subject: "g-1", Email: "Gina@Example.test", EmailVerified: true, Name: "Gina"})
+	start := f.do(t, "GET", "/api/auth/oauth/google/start?company_kind=affiliate&company_name=Gina%20Media&return_to=/welcome", nil, "")
+	if start.status != 302 {
+		t.Fatalf("start: %d %s", start.status, start.raw)
+	}
+	stateCookie, _ := cookiesOf(start)
+	back := testenv.FollowAuthorize(t, start.header.Get("Location"))
+	callback := back.Path + "?" + back.RawQuery
+	if r := f.do(t, "GET", callback, nil, ""); r.status != 302 || !strings.Contains(r.header.Get("Location"), "error=oauth_state") {
+		t.Fatalf("a callback without the browser's state cookie: %d %s", r.status, r.header.Get("Location"))
+	}
+	done := f.do(t, "GET", callback, map[string]string{"Cookie": stateCookie}, "")
+	if done.status != 302 || done.header.Get("Location") != "/welcome" {
+		t.Fatalf("callback: %d -> %q", done.status, done.header.Get("Location"))
+	}
+	cookie, _ := cookiesOf(done)
+	me := f.do(t, "GET", "/api/auth/me", map[string]string{"Cookie": cookie}, "")
+	if me.status != 200 || me.body["user"].(map[string]any)["email"] != "gina@example.test" || me.body["company"].(map[string]any)["name"] != "Gina Media" {
+		t.Fatalf("me after OAuth sign-up: %d %s", me.status, me.raw)
+	}
+	if r := f.do(t, "GET", callback, map[string]string{"Cookie": stateCookie}, ""); !strings.Contains(r.header.Get("Location"), "error=oauth_state") {
+		t.Fatalf("a replayed callback: %d %s", r.status, r.header.Get("Location"))
+	}
+}

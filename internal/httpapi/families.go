@@ -1,0 +1,129 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/auth"
+)
+
+// Principal is the authenticated caller. Every handler reads it through Caller and scopes
+// every query by CompanyID: a company never sees another's data.
+type Principal struct {
+	CompanyID   string
+	CompanyKind string
+	// KeyID is set for API-key callers.
+	KeyID string
+	// UserID, SessionID, Role and Locale are set for dashboard sessions.
+	UserID, SessionID, Role, Locale string
+}
+
+// ID is a stable identifier of the credential, for rate limits and idempotency keys.
+func (p Principal) ID() string {
+	if p.KeyID != "" {
+		return p.KeyID
+	}
+	return p.UserID
+}
+
+const principalKey = "principal"
+
+// Caller returns the authenticated caller of a request inside one of the three families.
+func Caller(c *fiber.Ctx) Principal {
+	p, _ := c.Locals(principalKey).(Principal)
+	return p
+}
+
+// KeyAuthenticator checks API keys.
+type KeyAuthenticator interface {
+	Authenticate(ctx context.Context, key string) (auth.KeyRecord, error)
+}
+
+// SessionAuthenticator checks dashboard sessions (Bearer JWT or cookie plus CSRF). It returns
+// a *Problem for every refusal.
+type SessionAuthenticator interface {
+	AuthenticateSession(c *fiber.Ctx) (Principal, error)
+}
+
+// Route prefixes of the three families.
+const (
+	prefixV1      = "/api/v1/"
+	prefixPartner = "/api/partner-api/"
+	prefixAPI     = "/api/"
+)
+
+// families applies the rules of the three API families by path, in one place:
+//   - /api/v1/*: an API key in x-api-key or Authorization: Bearer; 401 otherwise;
+//   - /api/partner-api/*: the company's API key, GET only (405 otherwise);
+//   - /api/* (dashboard): a session; an API key is refused, even a valid one;
+//
+// except the public sign-in routes, which need no credentials.
+func (s *Server) families(c *fiber.Ctx) error {
+	path := c.Path()
+	switch {
+	case strings.HasPrefix(path, prefixV1) || path == strings.TrimSuffix(prefixV1, "/"):
+		if err := s.authenticateKey(c); err != nil {
+			return err
+		}
+	case strings.HasPrefix(path, prefixPartner) || path == strings.TrimSuffix(prefixPartner, "/"):
+		if m := c.Method(); m != fiber.MethodGet && m != fiber.MethodHead {
+			c.Set(fiber.HeaderAllow, "GET, HEAD")
+			return NewProblem(fiber.StatusMethodNotAllowed, "method_not_allowed", "the partner API is read-only: use GET")
+		}
+		if err := s.authenticateKey(c); err != nil {
+			return err
+		}
+	case s.isPublic(path):
+		// Sign-in routes: they create sessions.
+	case strings.HasPrefix(path, prefixAPI):
+		if c.Get("X-Api-Key") != "" || strings.HasPrefix(bearer(c), auth.KeyPrefix) {
+			return NewProblem(fiber.StatusUnauthorized, "api_key_not_allowed", "the dashboard API takes a session, not an API key: use /api/v1 with API keys")
+		}
+		if s.sessions == nil {
+			return NewProblem(fiber.StatusUnauthorized, "missing_credentials", "sign in to use the dashboard API")
+		}
+		p, err := s.sessions.AuthenticateSession(c)
+		if err != nil {
+			return err
+		}
+		c.Locals(principalKey, p)
+	default:
+		return c.Next()
+	}
+	if err := s.limiter.allow(c, Caller(c).ID()); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
+func bearer(c *fiber.Ctx) string {
+	h := c.Get(fiber.HeaderAuthorization)
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+func (s *Server) authenticateKey(c *fiber.Ctx) error {
+	key := c.Get("X-Api-Key")
+	if key == "" {
+		key = bearer(c)
+	}
+	if key == "" {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="partnerstream"`)
+		return NewProblem(fiber.StatusUnauthorized, "missing_credentials", "an API key is required in the x-api-key header or as Authorization: Bearer")
+	}
+	rec, err := s.keys.Authenticate(c.UserContext(), key)
+	switch {
+	case errors.Is(err, auth.ErrMalformedKey), errors.Is(err, auth.ErrUnknownKey):
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="partnerstream", error="invalid_token"`)
+		return NewProblem(fiber.StatusUnauthorized, "invalid_api_key", "the API key is malformed, unknown or revoked")
+	case err != nil:
+		return err
+	}
+	c.Locals(principalKey, Principal{CompanyID: rec.CompanyID, CompanyKind: rec.CompanyKind, KeyID: rec.KeyID})
+	return nil
+}

@@ -1,0 +1,320 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/health"
+	"github.com/partnerstream/partnerstream/internal/httpapi"
+	"github.com/partnerstream/partnerstream/internal/idempotency"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/magiccode"
+	"github.com/partnerstream/partnerstream/internal/mailer"
+	"github.com/partnerstream/partnerstream/internal/oidclogin"
+	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/signin"
+	"github.com/partnerstream/partnerstream/internal/store/pgstore"
+	"github.com/partnerstream/partnerstream/internal/testenv"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type fixture struct {
+	srv      *httpapi.Server
+	sessions *session.Manager
+	inbox    *testenv.Inbox
+	google   *testenv.Provider
+	// skew moves the sessions' clock forward (nanoseconds).
+	skew  atomic.Int64
+	db    *pgxpool.Pool
+	ids   *identity.Store
+	keys  *auth.KeyAuthenticator
+	advID string
+	adv   string // API key of the advertiser
+	aff   string // API key of the affiliate
+}
+
+func newFixture(t testing.TB, opts ...func(*httpapi.Options)) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	url := testenv.Postgres(t)
+	if err := pgstore.Migrate(ctx, url, quiet); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	f := &fixture{db: db, ids: identity.NewStore(db)}
+	f.keys = auth.NewKeyAuthenticator(f.ids, auth.KeyAuthOptions{Log: quiet})
+	keys, err := session.ParseKeys(session.GenerateKeySpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.sessions = session.NewManager(db, keys, session.Options{Now: func() time.Time { return time.Now().Add(time.Duration(f.skew.Load())) }})
+	var smtpAddr string
+	smtpAddr, f.inbox = testenv.SMTP(t)
+	host, port, _ := net.SplitHostPort(smtpAddr)
+	portN, _ := strconv.Atoi(port)
+	m, err := mailer.NewSMTP(mailer.SMTPConfig{Host: host, Port: portN, TLS: mailer.TLSNone, From: "PartnerStream <no-reply@example.test>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes, err := magiccode.NewService(db, m, magiccode.Options{Pepper: keys.Derive("magic-code-pepper")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.google = testenv.OIDCProvider(t)
+	oauth, err := oidclogin.New(ctx, db, []oidclogin.ProviderConfig{{Name: "google", Issuer: f.google.Issuer(),
+		ClientID: f.google.ClientID(), ClientSecret: f.google.ClientSecret(), RedirectURL: "http://127.0.0.1:8080/api/auth/oauth/google/callback"}}, oidclogin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := httpapi.Options{Addr: "127.0.0.1:0", Log: quiet, Health: health.NewRegistry(), Keys: f.keys,
+		Sessions: httpapi.SessionAuth(f.sessions), Idempotency: idempotency.NewStore(db, nil)}
+	for _, fn := range opts {
+		fn(&o)
+	}
+	f.srv = httpapi.New(o)
+	f.srv.MountAuth(signin.New(f.ids, f.sessions, codes, oauth), f.sessions, f.ids, false)
+	f.srv.MountAPIKeys(f.ids)
+	for _, kind := range []string{identity.Advertiser, identity.Affiliate} {
+		co, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: kind, Name: kind + " co", OwnerEmail: kind + "@example.test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, _, err := f.ids.CreateAPIKey(ctx, co.ID, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kind == identity.Advertiser {
+			f.advID, f.adv = co.ID, key
+		} else {
+			f.aff = key
+		}
+	}
+	return f
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (f *fixture) do(t *testing.T, method, path string, headers map[string]string, body string) response {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, r)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := f.srv.App().Test(req, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	checkAgainstSpec(t, req, resp.StatusCode, resp.Header, raw)
+	out := response{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
+	_ = json.Unmarshal(raw, &out.body)
+	return out
+}
+
+func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
+	f := newFixture(t)
+	revokedCo, _, _ := f.ids.CreateCompany(context.Background(), identity.NewCompany{Kind: identity.Affiliate, Name: "gone", OwnerEmail: "gone@example.test"})
+	revoked, rec, _ := f.ids.CreateAPIKey(context.Background(), revokedCo.ID, "old")
+	if _, err := f.ids.RevokeAPIKey(context.Background(), revokedCo.ID, rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		method  string
+		path    string
+		headers map[string]string
+		status  int
+		code    string
+	}{
+		{"v1 without a key is 401", "GET", "/api/v1/programs", nil, 401, "missing_credentials"},
+		{"v1 with a malformed key is 401", "GET", "/api/v1/programs", map[string]string{"x-api-key": "ps_short"}, 401, "invalid_api_key"},
+		{"v1 with a revoked key is 401", "GET", "/api/v1/programs", map[string]string{"x-api-key": revoked}, 401, "invalid_api_key"},
+		{"v1 with a valid key passes authentication", "GET", "/api/v1/no-such-route", map[string]string{"x-api-key": f.adv}, 404, "not_found"},
+		{"v1 takes the key as a bearer token", "GET", "/api/v1/no-such-route", map[string]string{"Authorization": "Bearer " + f.adv}, 404, "not_found"},
+		{"partner-api refuses POST with 405", "POST", "/api/partner-api/me", map[string]string{"x-api-key": f.adv}, 405, "method_not_allowed"},
+		{"partner-api without a key is 401", "GET", "/api/partner-api/me", nil, 401, "missing_credentials"},
+		{"partner-api with a session-like token is 401", "GET", "/api/partner-api/me", map[string]string{"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.e30.x"}, 401, "invalid_api_key"},
+		{"the dashboard refuses a valid API key in x-api-key", "GET", "/api/api-keys", map[string]string{"x-api-key": f.adv}, 401, "api_key_not_allowed"},
+		{"the dashboard refuses a valid API key as a bearer token", "GET", "/api/webhooks", map[string]string{"Authorization": "Bearer " + f.adv}, 401, "api_key_not_allowed"},
+		{"the dashboard without a session is 401", "GET", "/api/api-keys", nil, 401, "missing_credentials"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := f.do(t, c.method, c.path, c.headers, "")
+			if r.status != c.status || r.body["code"] != c.code {
+				t.Fatalf("%s %s = %d %v, want %d %s", c.method, c.path, r.status, r.raw, c.status, c.code)
+			}
+			if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
+				t.Fatalf("content type %q, want problem+json", ct)
+			}
+			if r.body["request_id"] == "" || r.body["request_id"] == nil {
+				t.Fatal("problem without request_id")
+			}
+		})
+	}
+}
+
+func TestPartnerMeReturnsOnlyTheCallersCompany(t *testing.T) {
+	f := newFixture(t)
+	r := f.do(t, "GET", "/api/partner-api/me", map[string]string{"x-api-key": f.adv}, "")
+	if r.status != 200 {
+		t.Fatalf("status %d %s", r.status, r.raw)
+	}
+	co := r.body["company"].(map[string]any)
+	if co["id"] != f.advID || co["kind"] != "advertiser" {
+		t.Fatalf("me = %v, want the advertiser %s", co, f.advID)
+	}
+	r = f.do(t, "GET", "/api/partner-api/me", map[string]string{"x-api-key": f.aff}, "")
+	if co := r.body["company"].(map[string]any); co["id"] == f.advID {
+		t.Fatal("the affiliate's key read the advertiser's company")
+	}
+}
+
+func TestRevocationTakesEffectAtOnceEvenWhenCached(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	h := map[string]string{"x-api-key": f.adv}
+	if r := f.do(t, "GET", "/api/partner-api/me", h, ""); r.status != 200 {
+		t.Fatalf("before revocation: %d", r.status)
+	}
+	// Revoke through the store the way another replica would, with the listener evicting.
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go identity.ListenRevocations(lctx, f.db, quiet, f.keys.Forget, f.keys.Reset)
+	time.Sleep(200 * time.Millisecond) // let LISTEN start
+	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.adv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ids.RevokeAPIKey(ctx, f.advID, rec.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for f.do(t, "GET", "/api/partner-api/me", h, "").status != 401 {
+		if time.Now().After(deadline) {
+			t.Fatal("a revoked key still works 3 s later")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRateLimitHeadersAndRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := newFixture(t, func(o *httpapi.Options) {
+		o.RateLimit = httpapi.RateLimit{Requests: 3, Window: time.Minute}
+		o.Now = func() time.Time { return now }
+	})
+	h := map[string]string{"x-api-key": f.adv}
+	for i := 1; i <= 3; i++ {
+		r := f.do(t, "GET", "/api/partner-api/me", h, "")
+		if r.status != 200 || r.header.Get("RateLimit-Remaining") != string(rune('0'+3-i)) || r.header.Get("RateLimit-Limit") != "3" {
+			t.Fatalf("request %d: %d remaining=%q", i, r.status, r.header.Get("RateLimit-Remaining"))
+		}
+	}
+	r := f.do(t, "GET", "/api/partner-api/me", h, "")
+	if r.status != 429 || r.header.Get("Retry-After") != "60" || r.body["code"] != "rate_limited" {
+		t.Fatalf("over the limit: %d retry-after=%q %s", r.status, r.header.Get("Retry-After"), r.raw)
+	}
+	if r := f.do(t, "GET", "/api/partner-api/me", map[string]string{"x-api-key": f.aff}, ""); r.status != 200 {
+		t.Fatalf("another key is limited too: %d", r.status)
+	}
+	now = now.Add(time.Minute)
+	if r := f.do(t, "GET", "/api/partner-api/me", h, ""); r.status != 200 {
+		t.Fatalf("after the window: %d", r.status)
+	}
+}
+
+func TestIdempotencyKeyReplaysTheFirstResponse(t *testing.T) {
+	f := newFixture(t)
+	calls := 0
+	f.srv.App().Post("/api/v1/echo", f.srv.Idempotent(func(c *fiber.Ctx) error {
+		calls++
+		var in map[string]any
+		if err := httpapi.DecodeJSON(c, &in); err != nil {
+			return err
+		}
+		in["n"] = calls
+		return c.Status(201).JSON(in)
+	}))
+	h := map[string]string{"x-api-key": f.adv, "Idempotency-Key": "order-1"}
+	first := f.do(t, "POST", "/api/v1/echo", h, `{"a":1}`)
+	second := f.do(t, "POST", "/api/v1/echo", h, `{"a":1}`)
+	if first.status != 201 || second.status != 201 || first.raw != second.raw || calls != 1 {
+		t.Fatalf("replay: %d %s / %d %s, calls=%d", first.status, first.raw, second.status, second.raw, calls)
+	}
+	if second.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatal("replayed response is not marked")
+	}
+	other := f.do(t, "POST", "/api/v1/echo", h, `{"a":2}`)
+	if other.status != 422 || other.body["code"] != "idempotency_key_reused" {
+		t.Fatalf("same key, other body: %d %s", other.status, other.raw)
+	}
+	// Keys are per credential: the affiliate's "order-1" is another key.
+	aff := f.do(t, "POST", "/api/v1/echo", map[string]string{"x-api-key": f.aff, "Idempotency-Key": "order-1"}, `{"a":2}`)
+	if aff.status != 201 || calls != 2 {
+		t.Fatalf("another caller's key collided: %d calls=%d", aff.status, calls)
+	}
+	// A 400 is remembered too (it is the answer to that request).
+	bad := f.do(t, "POST", "/api/v1/echo", map[string]string{"x-api-key": f.adv, "Idempotency-Key": "bad"}, `{"a":`)
+	again := f.do(t, "POST", "/api/v1/echo", map[string]string{"x-api-key": f.adv, "Idempotency-Key": "bad"}, `{"a":`)
+	if bad.status != 400 || again.status != 400 || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("bad request replay: %d %d", bad.status, again.status)
+	}
+}
+
+func TestBadInputIsAProblemNeverA500(t *testing.T) {
+	f := newFixture(t)
+	f.srv.App().Post("/api/v1/strict", func(c *fiber.Ctx) error {
+		var in struct {
+			Name string `json:"name"`
+		}
+		if err := httpapi.DecodeJSON(c, &in); err != nil {
+			return err
+		}
+		return c.JSON(in)
+	})
+	h := map[string]string{"x-api-key": f.adv}
+	for name, body := range map[string]string{
+		"malformed JSON":   `{"name":`,
+		"an unknown field": `{"nam":"x"}`,
+		"a wrong type":     `{"name":3}`,
+		"two objects":      `{"name":"a"}{"name":"b"}`,
+	} {
+		r := f.do(t, "POST", "/api/v1/strict", h, body)
+		if r.status < 400 || r.status >= 500 {
+			t.Errorf("%s: status %d, want a 4xx problem (%s)", name, r.status, r.raw)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/partnerstream/partnerstream/internal/httpapi"
+)
+
+var (
+	specOnce   sync.Once
+	specDoc    *openapi3.T
+	specRouter routers.Router
+	specErr    error
+)
+
+func spec(t *testing.T) (*openapi3.T, routers.Router) {
+	t.Helper()
+	specOnce.Do(func() {
+		var doc []byte
+		if doc, specErr = httpapi.OpenAPI(); specErr != nil {
+			return
+		}
+		specDoc, specErr = openapi3.NewLoader().LoadFromData(doc)
+		if specErr != nil {
+			return
+		}
+		if specErr = specDoc.Validate(context.Background()); specErr != nil {
+			return
+		}
+		specRouter, specErr = gorillamux.NewRouter(specDoc)
+	})
+	if specErr != nil {
+		t.Fatalf("openapi.yaml: %v", specErr)
+	}
+	return specDoc, specRouter
+}
+
+// checkAgainstSpec validates a real response against the documented operation, when the
+// request matches one (requests to undocumented paths are the router test's business).
+func checkAgainstSpec(t *testing.T, req *http.Request, status int, header http.Header, body []byte) {
+	t.Helper()
+	_, router := spec(t)
+	r := req.Clone(context.Background())
+	r.URL.Scheme, r.URL.Host, r.Host = "", "", ""
+	route, params, err := router.FindRoute(r)
+	if err != nil {
+		return
+	}
+	in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, ExcludeRequestBody: true}}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: status, Header: header,
+		Body: io.NopCloser(bytes.NewReader(body)), Options: &openapi3filter.Options{IncludeResponseStatus: true}}
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		t.Errorf("%s %s -> %d does not match openapi.yaml: %v", req.Method, req.URL.Path, status, err)
+	}
+}
+
+func TestEveryRouteIsDocumentedAndEveryDocumentedRouteExists(t *testing.T) {
+	f := newFixture(t)
+	doc, _ := spec(t)
+	documented := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			documented[method+" "+path] = true
+		}
+	}
+	served := map[string]bool{}
+	for _, r := range f.srv.App().GetRoutes(true) {
+		if r.Method == "HEAD" || strings.HasPrefix(r.Path, "/api/v1/echo") || r.Path == "/api/v1/strict" {
+			continue
+		}
+		path := r.Path
+		for _, seg := range strings.Split(path, "/") {
+			if strings.HasPrefix(seg, ":") {
+				path = strings.Replace(path, seg, "{"+seg[1:]+"}", 1)
+			}
+		}
+		served[r.Method+" "+path] = true
+	}
+	var missing, undocumented []string
+	for k := range documented {
+		if !served[k] {
+			missing = append(missing, k)
+		}
+	}
+	for k := range served {
+		if !documented[k] {
+			undocumented = append(undocumented, k)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(undocumented)
+	if len(missing)+len(undocumented) > 0 {
+		t.Fatalf("documented but not served: %v\nserved but not documented: %v", missing, undocumented)
+	}
+}
+
+func TestOpenAPIIsServedWithoutCredentials(t *testing.T) {
+	f := newFixture(t)
+	resp, err := f.srv.App().Test(httptest.NewRequest("GET", "/openapi.json", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"openapi":"3.0.3"`)) {
+		t.Fatalf("GET /openapi.json = %d %.100s", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,76 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/page"
+)
+
+// FieldError names one invalid input field.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Invalid is the 400 problem for input that fails validation, listing each field.
+func Invalid(errs ...FieldError) *Problem {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Field + ": " + e.Message
+	}
+	return NewProblem(fiber.StatusBadRequest, "validation_failed", strings.Join(msgs, "; ")).With("errors", errs)
+}
+
+// DecodeJSON reads a JSON object body strictly: unknown fields, trailing data and wrong types
+// are 400s that say what is wrong.
+func DecodeJSON(c *fiber.Ctx, v any) error {
+	if ct := string(c.Request().Header.ContentType()); ct != "" && !strings.HasPrefix(ct, fiber.MIMEApplicationJSON) {
+		return NewProblem(fiber.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as application/json")
+	}
+	dec := json.NewDecoder(bytes.NewReader(c.Body()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return NewProblem(fiber.StatusBadRequest, "invalid_json", describeJSONError(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return NewProblem(fiber.StatusBadRequest, "invalid_json", "the body must hold exactly one JSON object")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.Is(err, io.EOF):
+		return "the body is empty; send a JSON object"
+	case errors.As(err, &typeErr):
+		return fmt.Sprintf("field %q must be %s", typeErr.Field, typeErr.Type.String())
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("malformed JSON at byte %d", syntaxErr.Offset)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	default:
+		return "malformed JSON body"
+	}
+}
+
+// PageRequest parses the limit and cursor query parameters.
+func PageRequest(c *fiber.Ctx) (page.Request, error) {
+	p, err := page.Parse(c.Query("limit"), c.Query("cursor"))
+	if err != nil {
+		field := "cursor"
+		if errors.Is(err, page.ErrBadLimit) {
+			field = "limit"
+		}
+		return page.Request{}, Invalid(FieldError{Field: field, Message: err.Error()})
+	}
+	return p, nil
+}

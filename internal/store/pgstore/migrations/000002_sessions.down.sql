@@ -1,0 +1,3 @@
+-- Children first: retired tokens point at sessions.
+DROP TABLE retired_refresh_tokens;
+DROP TABLE sessions;

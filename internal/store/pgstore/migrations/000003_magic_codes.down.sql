@@ -1,0 +1,1 @@
+DROP TABLE magic_codes;

@@ -1,0 +1,5 @@
+DROP TABLE IF EXISTS outbox;
+DROP TABLE IF EXISTS tracking_links;
+DROP TABLE IF EXISTS partnerships;
+DROP TABLE IF EXISTS promotions;
+DROP TABLE IF EXISTS programs;

@@ -1,0 +1,167 @@
+// Package kubetest runs a package's tests against a real kube-apiserver and etcd (envtest,
+// from KUBEBUILDER_ASSETS) with the Webhook CRD of config/crd/bases installed, so the CEL
+// rules under test are the generated ones.
+//
+//	func TestMain(m *testing.M) { os.Exit(kubetest.Run(m, &env)) }
+//
+// Without KUBEBUILDER_ASSETS no server is started and the tests run anyway: each calls
+// env.Require(t) first, which skips it (or fails it under CI=true) through internal/testenv.
+package kubetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/partnerstream/partnerstream/api/v1alpha1"
+	"github.com/partnerstream/partnerstream/internal/testenv"
+)
+
+// Env is a running control plane.
+type Env struct {
+	Config *rest.Config
+	Scheme *kruntime.Scheme
+	// Client talks to the API server directly (no cache).
+	Client client.Client
+}
+
+// Run starts the control plane when KUBEBUILDER_ASSETS is set, points *env at it, runs the
+// tests and stops it. It returns the exit code for os.Exit.
+func Run(m *testing.M, env **Env) int {
+	assets := strings.TrimSpace(os.Getenv(testenv.EnvKubeAssets))
+	if assets == "" {
+		return m.Run()
+	}
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kubetest: start envtest from %s: %v\n", assets, err)
+		return 1
+	}
+	defer func() {
+		if err := te.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "kubetest: stop envtest: %v\n", err)
+		}
+	}()
+	scheme := Scheme()
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kubetest: client: %v\n", err)
+		return 1
+	}
+	*env = &Env{Config: cfg, Scheme: scheme, Client: c}
+	return m.Run()
+}
+
+// Scheme has the built-in types and partnerstream.io/v1alpha1.
+func Scheme() *kruntime.Scheme {
+	s := kruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}
+
+// RepoRoot is the module's root directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// Require skips the test (fails it under CI=true) when no control plane runs.
+func (e *Env) Require(t testing.TB) {
+	t.Helper()
+	testenv.KubeAssets(t)
+	if e == nil {
+		t.Fatal("kubetest: KUBEBUILDER_ASSETS is set but TestMain did not start the control plane (kubetest.Run)")
+	}
+}
+
+// Namespace creates a namespace of its own for the test.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	// No namespace controller runs here, so deleting it would leave it Terminating; the
+	// control plane is thrown away at the end of the package anyway.
+	return ns.Name
+}
+
+// StartManager runs a controller-runtime manager scoped to the namespace (as the controller
+// component is) until the test ends. setup registers the reconcilers.
+func (e *Env) StartManager(t testing.TB, namespace string, setup func(ctrl.Manager) error) ctrl.Manager {
+	t.Helper()
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Every test runs its own manager, with the same controller names.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{namespace: {}},
+			ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Label: v1alpha1.SigningSecretSelector()}},
+		},
+	})
+	if err != nil {
+		t.Fatalf("create manager: %v", err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatalf("set up manager: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		t.Fatal("manager cache did not sync")
+	}
+	return mgr
+}
+
+// Eventually polls cond every 20 ms until it holds, failing the test after the timeout with
+// the last message cond returned.
+func Eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", timeout, msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
