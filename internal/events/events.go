@@ -57,3 +57,26 @@ type Envelope struct {
 	ProgramID    string          `json:"program_id"`
 	Data         json.RawMessage `json:"data"`
 }
+
+// ConversionData is the `data` object of the conversion.* and commission.status_changed
+// events, exactly as webhook receivers see it (ARCHITECTURE.md section 6). Amounts are decimal
+// strings in Currency.
+type ConversionData struct {
+	ID               string    `json:"id"`     // cnv_...
+	Type             string    `json:"type"`   // sale, lead, signup, install, custom
+	Amount           string    `json:"amount"` // the sale amount
+	Status           string    `json:"status"` // the commission status after the change
+	PreviousStatus   string    `json:"previous_status,omitempty"`
+	Currency         string    `json:"currency"`
+	CommissionID     string    `json:"commission_id"`
+	CommissionAmount string    `json:"commission_amount"`
+	ProgramID        string    `json:"program_id"`
+	AffiliateID      string    `json:"affiliate_id"`
+	AdvertiserID     string    `json:"advertiser_id"`
+	LinkID           string    `json:"link_id,omitempty"`
+	ClickID          string    `json:"click_id,omitempty"`
+	ExternalID       string    `json:"external_id"`
+	OccurredAt       time.Time `json:"occurred_at"` // when the conversion happened
+	// Version increases with every change of the conversion, so consumers keep the latest.
+	Version int64 `json:"version"`
+}
