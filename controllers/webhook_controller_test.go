@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/partnerstream/partnerstream/internal/testenv"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -253,24 +254,11 @@ func waitEvent(t *testing.T, obj *v1alpha1.Webhook, reason string) {
 	})
 }
 
-// fakeClock is the injected clock of the direct reconcile tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // direct drives the reconciler by hand, without a manager, on the test's own namespace.
 type direct struct {
 	t      *testing.T
 	r      *WebhookReconciler
-	clock  *fakeClock
+	clock  *testenv.Clock
 	events *events.FakeRecorder
 	key    types.NamespacedName
 }
@@ -278,7 +266,7 @@ type direct struct {
 func newDirect(t *testing.T, grace string) *direct {
 	env.Require(t)
 	ns := env.Namespace(t)
-	d := &direct{t: t, clock: &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, events: events.NewFakeRecorder(100)}
+	d := &direct{t: t, clock: testenv.NewClock(), events: events.NewFakeRecorder(100)}
 	d.r = &WebhookReconciler{Client: env.Client, APIReader: env.Client, Recorder: d.events, Now: d.clock.Now}
 	wh := newWebhook(ns, "direct")
 	if grace != "" {
@@ -356,7 +344,7 @@ func TestRotationOverlapAndExpiry(t *testing.T) {
 	}
 	first, _ := d.keys()
 
-	d.clock.Add(10 * time.Minute)
+	d.clock.Advance(10 * time.Minute)
 	rotatedAt := d.clock.Now()
 	d.requestRotation("n1")
 	res := d.reconcile()
@@ -377,7 +365,7 @@ func TestRotationOverlapAndExpiry(t *testing.T) {
 
 	// The same nonce again, or any other reconcile, rotates nothing: during the whole grace
 	// period both secrets sign.
-	d.clock.Add(59 * time.Minute)
+	d.clock.Advance(59 * time.Minute)
 	res = d.reconcile()
 	again, _ := d.keys()
 	if again != keys {
@@ -387,7 +375,7 @@ func TestRotationOverlapAndExpiry(t *testing.T) {
 		t.Errorf("RequeueAfter = %v, want the 1m left of the grace period", res.RequeueAfter)
 	}
 
-	d.clock.Add(time.Minute)
+	d.clock.Advance(time.Minute)
 	if res := d.reconcile(); res.RequeueAfter != 0 {
 		t.Errorf("RequeueAfter = %v after expiry", res.RequeueAfter)
 	}
@@ -421,7 +409,7 @@ func TestShorterGraceAfterRotationShortensIt(t *testing.T) {
 	d.reconcile()
 	rotatedAt := d.clock.Now()
 
-	d.clock.Add(time.Hour)
+	d.clock.Advance(time.Hour)
 	d.setGrace(3 * time.Hour)
 	res := d.reconcile()
 	keys, _ := d.keys()

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -27,7 +29,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/oidclogin"
 	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/signin"
-	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
@@ -51,15 +52,7 @@ type fixture struct {
 func newFixture(t testing.TB, opts ...func(*httpapi.Options)) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	url := testenv.Postgres(t)
-	if err := pgstore.Migrate(ctx, url, quiet); err != nil {
-		t.Fatal(err)
-	}
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+	_, db := pgtest.Migrated(t)
 	f := &fixture{db: db, ids: identity.NewStore(db)}
 	f.keys = auth.NewKeyAuthenticator(f.ids, auth.KeyAuthOptions{Log: quiet})
 	keys, err := session.ParseKeys(session.GenerateKeySpec())

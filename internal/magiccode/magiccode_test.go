@@ -28,26 +28,6 @@ const (
 
 var pepper = []byte("test pepper of at least thirty-two bytes!")
 
-// clock is the injected time of a Service.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // database returns a pool on a fresh, migrated database.
 func database(t *testing.T) *pgxpool.Pool {
 	t.Helper()
@@ -96,7 +76,7 @@ func mailerTo(t *testing.T, addr string) mailer.Mailer {
 	return m
 }
 
-func service(t *testing.T, db *pgxpool.Pool, m mailer.Mailer, c *clock, change func(*magiccode.Options)) *magiccode.Service {
+func service(t *testing.T, db *pgxpool.Pool, m mailer.Mailer, c *testenv.Clock, change func(*magiccode.Options)) *magiccode.Service {
 	t.Helper()
 	opts := magiccode.Options{Pepper: pepper, Now: c.Now}
 	if change != nil {
@@ -114,14 +94,14 @@ type fixture struct {
 	db    *pgxpool.Pool
 	svc   *magiccode.Service
 	inbox *testenv.Inbox
-	clock *clock
+	clock *testenv.Clock
 }
 
 func newFixture(t *testing.T, change func(*magiccode.Options)) *fixture {
 	t.Helper()
 	db := database(t)
 	m, inbox := smtpMailer(t)
-	c := newClock()
+	c := testenv.NewClock()
 	return &fixture{db: db, svc: service(t, db, m, c, change), inbox: inbox, clock: c}
 }
 
@@ -207,7 +187,7 @@ func TestCodesExpire(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newClock()
+			c := testenv.NewClock()
 			svc := service(t, db, m, c, nil)
 			email := fmt.Sprintf("expiry%d@example.com", i)
 			if err := svc.Request(context.Background(), email, clientIP, "en"); err != nil {
@@ -529,7 +509,7 @@ func TestFailedSendLeavesNoUsableCode(t *testing.T) {
 		}
 		addr := l.Addr().String()
 		_ = l.Close()
-		svc := service(t, db, mailerTo(t, addr), newClock(), nil)
+		svc := service(t, db, mailerTo(t, addr), testenv.NewClock(), nil)
 		const email = "gina@example.com"
 		err = svc.Request(ctx, email, clientIP, "en")
 		var limited *magiccode.RateLimitError
@@ -543,7 +523,7 @@ func TestFailedSendLeavesNoUsableCode(t *testing.T) {
 
 	t.Run("when the server fails after taking the message", func(t *testing.T) {
 		m := &failingMailer{}
-		svc := service(t, db, m, newClock(), nil)
+		svc := service(t, db, m, testenv.NewClock(), nil)
 		const email = "hugo@example.com"
 		if err := svc.Request(ctx, email, clientIP, "en"); err == nil || !strings.Contains(err.Error(), "after DATA") {
 			t.Fatalf("Request = %v, want the send error", err)

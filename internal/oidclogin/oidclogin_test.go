@@ -7,41 +7,23 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/oauth2"
 
-	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 )
-
-// clock is the injected time; tests move it instead of sleeping.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // env is a migrated database, two local providers standing in for Google and LinkedIn, and a
 // Service configured with both.
 type env struct {
 	db       *pgxpool.Pool
-	clock    *clock
+	clock    *testenv.Clock
 	google   *testenv.Provider
 	linkedin *testenv.Provider
 	svc      *Service
@@ -50,23 +32,16 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	dbURL := testenv.Postgres(t)
-	if err := pgstore.Migrate(ctx, dbURL, nil); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	db, err := pgstore.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(db.Close)
+	_, db := pgtest.Migrated(t)
 	e := &env{
 		db:     db,
-		clock:  &clock{now: time.Now()},
+		clock:  clockAtNow(),
 		google: testenv.OIDCProvider(t, testenv.OIDCClient("google-client", "google-secret")),
 		// Like LinkedIn: an issuer with a path, and the client secret only in the form body.
 		linkedin: testenv.OIDCProvider(t, testenv.OIDCClient("linkedin-client", "linkedin-secret"),
 			testenv.OIDCIssuerPath("/oauth"), testenv.OIDCTokenAuthMethods(testenv.ClientSecretPost)),
 	}
+	var err error
 	e.svc, err = New(ctx, db, []ProviderConfig{config("google", e.google), config("linkedin", e.linkedin)},
 		Options{Now: e.clock.Now})
 	if err != nil {
@@ -227,8 +202,8 @@ func TestCallbackRefusesBadIDTokens(t *testing.T) {
 	}
 	t.Run("a token that expired by the injected clock is refused", func(t *testing.T) {
 		state, code := e.authorize(t, "google", "/")
-		e.clock.Add(testenv.OIDCTokenLifetime + time.Minute)
-		t.Cleanup(func() { e.clock.Add(-testenv.OIDCTokenLifetime - time.Minute) })
+		e.clock.Advance(testenv.OIDCTokenLifetime + time.Minute)
+		t.Cleanup(func() { e.clock.Advance(-testenv.OIDCTokenLifetime - time.Minute) })
 		_, _, err := e.svc.Callback(context.Background(), "google", state, code)
 		if expired := new(oidc.TokenExpiredError); !errors.As(err, &expired) {
 			t.Fatalf("Callback error = %v, want an oidc.TokenExpiredError", err)
@@ -280,16 +255,16 @@ func TestStateWorksOnceAndExpires(t *testing.T) {
 	})
 	t.Run("a state is refused after its TTL", func(t *testing.T) {
 		state, code := e.authorize(t, "google", "/")
-		e.clock.Add(DefaultStateTTL)
-		t.Cleanup(func() { e.clock.Add(-DefaultStateTTL) })
+		e.clock.Advance(DefaultStateTTL)
+		t.Cleanup(func() { e.clock.Advance(-DefaultStateTTL) })
 		if _, _, err := e.svc.Callback(ctx, "google", state, code); !errors.Is(err, ErrInvalidState) {
 			t.Fatalf("Callback error = %v, want ErrInvalidState", err)
 		}
 	})
 	t.Run("a state is valid until its TTL", func(t *testing.T) {
 		state, code := e.authorize(t, "google", "/")
-		e.clock.Add(DefaultStateTTL - time.Second)
-		t.Cleanup(func() { e.clock.Add(-DefaultStateTTL + time.Second) })
+		e.clock.Advance(DefaultStateTTL - time.Second)
+		t.Cleanup(func() { e.clock.Advance(-DefaultStateTTL + time.Second) })
 		// The token itself expired meanwhile: the state passed if the refusal is about the token.
 		if _, _, err := e.svc.Callback(ctx, "google", state, code); !errors.Is(err, ErrInvalidIDToken) {
 			t.Fatalf("Callback error = %v, want the state accepted and the expired token refused", err)
@@ -309,8 +284,8 @@ func TestStateWorksOnceAndExpires(t *testing.T) {
 		}
 	})
 	t.Run("starting a flow prunes the expired ones", func(t *testing.T) {
-		e.clock.Add(DefaultStateTTL)
-		t.Cleanup(func() { e.clock.Add(-DefaultStateTTL) })
+		e.clock.Advance(DefaultStateTTL)
+		t.Cleanup(func() { e.clock.Advance(-DefaultStateTTL) })
 		_, state, err := e.svc.Start(ctx, "google", "/")
 		if err != nil {
 			t.Fatalf("Start: %v", err)
@@ -375,7 +350,7 @@ func TestDiscoveryIsLazyAndRetried(t *testing.T) {
 	if _, _, err := svc.Start(context.Background(), "google", "/"); !errors.Is(err, ErrProviderUnavailable) {
 		t.Fatalf("Start right after a failure: error = %v, want the remembered ErrProviderUnavailable", err)
 	}
-	e.clock.Add(rediscoverAfter)
+	e.clock.Advance(rediscoverAfter)
 	if _, _, err := svc.Start(context.Background(), "google", "/"); err != nil {
 		t.Fatalf("Start once the provider is back: %v", err)
 	}
@@ -466,4 +441,10 @@ func TestClaimsDecoding(t *testing.T) {
 			}
 		})
 	}
+}
+
+func clockAtNow() *testenv.Clock {
+	c := testenv.NewClock()
+	c.Set(time.Now())
+	return c
 }

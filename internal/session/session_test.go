@@ -13,38 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
+
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/partnerstream/partnerstream/internal/ids"
-	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 )
-
-// clock is the injected time of a test.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // fixture is a migrated database with one advertiser and one user, and a Manager on it.
 type fixture struct {
 	pool    *pgxpool.Pool
-	clock   *clock
+	clock   *testenv.Clock
 	spec    string
 	m       *Manager
 	subject Subject
@@ -52,17 +33,8 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	url := testenv.Postgres(t)
-	if err := pgstore.Migrate(ctx, url, nil); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	pool, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	f := &fixture{pool: pool, clock: newClock(), spec: GenerateKeySpec()}
+	_, pool := pgtest.Migrated(t)
+	f := &fixture{pool: pool, clock: testenv.NewClock(), spec: GenerateKeySpec()}
 	f.m = f.manager(t, f.spec, Options{})
 	f.subject = f.addUser(t, "advertiser", "owner")
 	return f

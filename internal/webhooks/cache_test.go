@@ -7,10 +7,11 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/partnerstream/partnerstream/internal/testenv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,19 +23,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
-
-// clock is an injected clock the test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 // startCache runs a Cache on the namespace until the test ends; requests counts every HTTP
 // request it makes to the API server.
@@ -140,7 +128,8 @@ func sorted(s ...string) []string { slices.Sort(s); return s }
 
 func TestRotateSecretKeepsTheOldSecretSigningUntilTheGraceEnds(t *testing.T) {
 	ns, s := withController(t)
-	clk := &clock{t: time.Now()}
+	clk := testenv.NewClock()
+	clk.Set(time.Now())
 	c, _ := startCache(t, ns, clk.Now)
 	ctx := context.Background()
 	a := ids.New(ids.Company)
