@@ -6,7 +6,7 @@ LDFLAGS  := -X github.com/partnerstream/partnerstream/internal/version.Version=$
             -X github.com/partnerstream/partnerstream/internal/version.Revision=$(REVISION)
 BIN := $(CURDIR)/bin
 
-.PHONY: run stop test bench-auth build controlplane tools manifests generate lint bench fuzz docs tidy clean
+.PHONY: run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats build controlplane tools manifests generate lint bench fuzz docs tidy clean
 
 run: ## Start the whole platform with demo data on http://127.0.0.1:8080
 	@bash hack/run.sh
@@ -42,6 +42,18 @@ bench: ## Every Go benchmark, with memory statistics
 
 bench-auth: ## API-key authentication overhead per request (p99) beside an unauthenticated baseline
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/httpapi/ -run '^$$' -bench 'APIKeyAuthOverhead|KeyAuthenticate' -benchtime 20000x
+
+bench-conversions: ## Conversions registered per second end to end (HTTP -> ClickHouse attribution -> Postgres row + outbox)
+	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/httpapi/ -run '^$$' -bench RegisterConversion
+
+bench-redirect: ## Click redirects per second and p50/p99 in async and ack modes beside a bare Fiber 302 (wrk, 64 and 256 connections)
+	@bash hack/bench-redirect.sh
+
+bench-ingest: ## Ingest events/s (topic to queryable rows) beside a raw ClickHouse batch insert, and click-to-visible latency
+	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/ingest/ -run '^$$' -bench 'IngestThroughput|ClickToVisible' -benchtime 1x -timeout 20m
+
+bench-stats: ## p50/p95 of 30-day stats queries over 10 million clicks, per grouping
+	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/stats/ -run '^$$' -bench 'Stats30Days' -benchtime 200x -timeout 30m
 
 FUZZTIME ?= 20s
 fuzz: ## Short fuzz runs of the parsers (FUZZTIME each)

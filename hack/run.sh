@@ -59,6 +59,7 @@ fi
 
 demo=$LOCAL/demo.json
 field() { sed -n "/\"$1\"/,/}/s/.*\"$2\": \"\(.*\)\".*/\1/p" "$demo" | head -1; }
+top() { sed -n "s/^  \"$1\": \"\(.*\)\".*/\1/p" "$demo" | head -1; }
 cat >&2 <<MSG
 
 $(printf '\033[1m')PartnerStream is running.$(printf '\033[0m')
@@ -78,6 +79,11 @@ $(printf '\033[1m')PartnerStream is running.$(printf '\033[0m')
                       company $(field affiliate company_id)
                       API key $(field affiliate api_key)
 
+  Demo program        $(top program_id)  (public, 10 % of each sale, EUR)
+  Tracking link       $(top tracking_url)   (try it: curl -i <link>)
+
+  Sign in to the dashboard: POST /api/auth/magic-code with a demo e-mail; the code is
+  printed in the log (no SMTP server in dev). Scripts can use session_token from the file.
   Everything above is also in $demo (for scripts).
   Logs: $LOCAL/partnerstream.log. Stop with Ctrl-C or 'make stop'.
 

@@ -116,3 +116,9 @@ func pingKube(ctx context.Context, r client.Reader, namespace string) error {
 	}
 	return nil
 }
+
+// inCluster reports whether the process runs in a Kubernetes pod.
+func inCluster() bool {
+	_, err := rest.InClusterConfig()
+	return err == nil
+}

@@ -15,8 +15,9 @@ import (
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/delivery"
 	"github.com/partnerstream/partnerstream/internal/demo"
-	"github.com/partnerstream/partnerstream/internal/ingest"
 	"github.com/partnerstream/partnerstream/internal/kafka/embedded"
+	"github.com/partnerstream/partnerstream/internal/links"
+	"github.com/partnerstream/partnerstream/internal/programs"
 	"github.com/partnerstream/partnerstream/internal/run"
 	"github.com/partnerstream/partnerstream/internal/session"
 )
@@ -45,20 +46,20 @@ func (d *devOnly) Validate() error {
 
 func newDevCmd() *cobra.Command {
 	var (
-		common   config.Common
-		postgres config.Postgres
-		ch       config.ClickHouse
-		kafka    = config.Kafka{Optional: true}
-		api      config.API
-		kube     config.Kube
-		ctl      config.Controller
-		dev      devOnly
-		auth     = authSettings{session: config.Session{Optional: true, DevDefaults: true}}
+		s = apiSettings{
+			kafka:    config.Kafka{Optional: true},
+			tracking: config.Tracking{SpoolDir: ".local/spool"},
+			auth:     authSettings{session: config.Session{Optional: true, DevDefaults: true}},
+		}
+		ctl config.Controller
+		ing config.Ingest
+		dev devOnly
 	)
+	common, postgres, kafka, ch, api, kube, auth := &s.common, &s.postgres, &s.kafka, &s.ch, &s.api, &s.kube, &s.auth
 	cmd := componentCmd("dev", "Run every component in one process, with an embedded Kafka broker (for a laptop or a test)",
-		append([]config.Group{&common, &postgres, &ch, &kafka, &api, &kube, &ctl, &dev}, auth.groups()...),
+		append(s.groups(), &ctl, &ing, &dev),
 		func(ctx context.Context) error {
-			p, err := newPlatform(&common, "dev")
+			p, err := newPlatform(common, "dev")
 			if err != nil {
 				return err
 			}
@@ -73,13 +74,13 @@ func newDevCmd() *cobra.Command {
 				kafka.Brokers = b.Addrs()
 				p.log.Info("embedded kafka broker started", "addr", kafka.Brokers, "data_dir", dev.kafkaDataDir)
 			}
-			if err := p.openPostgres(ctx, &postgres); err != nil {
+			if err := p.openPostgres(ctx, postgres); err != nil {
 				return err
 			}
-			if err := p.migrate(ctx, &postgres, &ch); err != nil {
+			if err := p.migrate(ctx, postgres, ch); err != nil {
 				return err
 			}
-			if err := p.connectKafka(ctx, &kafka, "partnerstream-dev"); err != nil {
+			if err := p.connectKafka(ctx, kafka, "partnerstream-dev"); err != nil {
 				return err
 			}
 			if auth.session.Keys == "" {
@@ -87,33 +88,44 @@ func newDevCmd() *cobra.Command {
 					return err
 				}
 			}
-			deps, err := newAuth(ctx, p, &auth, api.BaseURL, true)
+			deps, err := newAuth(ctx, p, auth, api.BaseURL, true)
 			if err != nil {
 				return err
 			}
 			if dev.seed {
-				f, err := demo.Seed(ctx, deps.users, demoSessions(p, &auth), api.BaseURL, dev.demoFile)
+				f, err := demo.Seed(ctx, deps.users, demoSessions(p, auth), api.BaseURL, dev.demoFile)
 				if err != nil {
 					return err
 				}
-				p.log.Info("demo data ready", "file", dev.demoFile, "advertiser", f.Advertiser.CompanyID, "affiliate", f.Affiliate.CompanyID)
-			}
-
-			comps := []run.Component{apiComponent(p, &api, deps, auth.session.InsecureCookies), ingest.Service{}, delivery.Service{}}
-			// Without a kubeconfig dev runs without the Kubernetes API (no Webhook resources).
-			if kube.Kubeconfig != "" {
-				if err := ensureNamespace(ctx, &kube); err != nil {
+				if err := demo.SeedProgram(ctx, programs.NewService(p.pg, programs.Options{}), links.NewService(p.pg, links.Options{BaseURL: api.BaseURL}), &f, dev.demoFile); err != nil {
 					return err
 				}
-				c, err := controllerComponent(ctx, p, &kube, &ctl)
+				p.log.Info("demo data ready", "file", dev.demoFile, "advertiser", f.Advertiser.CompanyID, "affiliate", f.Affiliate.CompanyID, "tracking_url", f.TrackingURL)
+			}
+
+			// Without a kubeconfig dev runs without the Kubernetes API (no Webhook resources).
+			if kube.Kubeconfig != "" {
+				if err := ensureNamespace(ctx, kube); err != nil {
+					return err
+				}
+			}
+			apiComp, err := newAPI(p, &s, deps)
+			if err != nil {
+				return err
+			}
+			ingComp, err := newIngest(p, ch, &ing)
+			if err != nil {
+				return err
+			}
+			comps := []run.Component{apiComp, ingComp, delivery.Service{}}
+			if kube.Kubeconfig != "" {
+				c, err := controllerComponent(ctx, p, kube, &ctl)
 				if err != nil {
 					return err
 				}
 				comps = append(comps, c)
-			} else {
-				p.log.Warn("no --kubeconfig: running without the Kubernetes API (no webhook subscriptions)")
 			}
-			return p.run(ctx, &common, comps...)
+			return p.run(ctx, common, comps...)
 		})
 	return cmd
 }

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "partnerstream")
+	spoolDir = filepath.Join(dir, "spool")
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
@@ -55,9 +56,16 @@ func freeAddr(t *testing.T) string { return closedAddr(t) }
 // sessionKeys is a valid --session-keys value for the api.
 const sessionKeys = "k1:MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="
 
+// spoolDir keeps the click spools of the api processes these tests start.
+var spoolDir string
+
 func command(env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(append(os.Environ(), "PARTNERSTREAM_SESSION_KEYS="+sessionKeys), env...)
+	base := []string{"PARTNERSTREAM_SESSION_KEYS=" + sessionKeys, "PARTNERSTREAM_CLICK_SPOOL_DIR=" + filepath.Join(spoolDir, filepath.Base(os.Args[0])+"-"+testenv.Name("s"))}
+	if ch := os.Getenv(testenv.EnvClickHouse); ch != "" {
+		base = append(base, "PARTNERSTREAM_CLICKHOUSE_ADDR="+ch)
+	}
+	cmd.Env = append(append(os.Environ(), base...), env...)
 	return cmd
 }
 

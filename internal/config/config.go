@@ -95,14 +95,27 @@ func Missing(flag string) error {
 type Doc struct {
 	Flag, Env, Default, Usage string
 	Commands                  []string
+	// Other lists other commands' defaults where they differ ("dev: .local/spool").
+	Other []string
 }
 
 // Docs lists the settings of the given commands (command name -> its flag set), one row per
-// flag, with the commands that take it.
+// flag, with the commands that take it. The default shown is the first command's (by name)
+// other than dev; a different default of another command is listed beside it.
 func Docs(sets map[string]*pflag.FlagSet) []Doc {
+	cmds := make([]string, 0, len(sets))
+	for cmd := range sets {
+		cmds = append(cmds, cmd)
+	}
+	sort.Slice(cmds, func(i, j int) bool {
+		if di, dj := cmds[i] == "dev", cmds[j] == "dev"; di != dj {
+			return dj // dev last
+		}
+		return cmds[i] < cmds[j]
+	})
 	rows := map[string]*Doc{}
-	for cmd, fs := range sets {
-		fs.VisitAll(func(f *pflag.Flag) {
+	for _, cmd := range cmds {
+		sets[cmd].VisitAll(func(f *pflag.Flag) {
 			if f.Hidden || f.Name == "help" {
 				return
 			}
@@ -110,6 +123,8 @@ func Docs(sets map[string]*pflag.FlagSet) []Doc {
 			if !ok {
 				d = &Doc{Flag: f.Name, Env: EnvName(f.Name), Default: f.DefValue, Usage: f.Usage}
 				rows[f.Name] = d
+			} else if f.DefValue != d.Default {
+				d.Other = append(d.Other, cmd+": `"+f.DefValue+"`")
 			}
 			d.Commands = append(d.Commands, cmd)
 		})
@@ -133,6 +148,9 @@ func Markdown(docs []Doc) string {
 			def = " "
 		} else {
 			def = "`" + def + "`"
+		}
+		if len(d.Other) > 0 {
+			def += " (" + strings.Join(d.Other, ", ") + ")"
 		}
 		fmt.Fprintf(&b, "| `--%s` | `%s` | %s | %s | %s |\n", d.Flag, d.Env, def, strings.Join(d.Commands, ", "), d.Usage)
 	}

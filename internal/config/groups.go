@@ -147,6 +147,7 @@ type API struct {
 	BaseURL           string
 	RateLimitRequests int
 	RateLimitWindow   time.Duration
+	WebhookSecretWait time.Duration
 }
 
 func (a *API) Register(fs *pflag.FlagSet) {
@@ -154,6 +155,7 @@ func (a *API) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.BaseURL, "base-url", "http://127.0.0.1:8080", "public URL of the api, used in tracking links and e-mails")
 	fs.IntVar(&a.RateLimitRequests, "rate-limit-requests", 1200, "requests per API key or session per window, per api replica (0 disables)")
 	fs.DurationVar(&a.RateLimitWindow, "rate-limit-window", time.Minute, "window of the per-credential rate limit")
+	fs.DurationVar(&a.WebhookSecretWait, "webhook-secret-wait", 10*time.Second, "how long creating or rotating a webhook waits for the controller to publish its secret")
 }
 
 func (a *API) Validate() error {
@@ -170,6 +172,9 @@ func (a *API) Validate() error {
 	}
 	if a.RateLimitWindow < time.Second {
 		return Invalid("rate-limit-window", errors.New("must be at least 1s"))
+	}
+	if a.WebhookSecretWait < time.Second || a.WebhookSecretWait > time.Minute {
+		return Invalid("webhook-secret-wait", errors.New("must be between 1s and 1m"))
 	}
 	return nil
 }
@@ -244,4 +249,60 @@ func dnsLabel(s string) bool {
 		}
 	}
 	return true
+}
+
+// Ingest is how the ingest component batches Kafka messages into ClickHouse.
+type Ingest struct {
+	BatchSize     int
+	BatchInterval time.Duration
+}
+
+func (i *Ingest) Register(fs *pflag.FlagSet) {
+	fs.IntVar(&i.BatchSize, "ingest-batch-size", 10000, "most messages in one ClickHouse insert")
+	fs.DurationVar(&i.BatchInterval, "ingest-batch-interval", time.Second, "longest a message waits before its batch is written (bounds statistics freshness)")
+}
+
+func (i *Ingest) Validate() error {
+	if i.BatchSize < 1 || i.BatchSize > 1_000_000 {
+		return Invalid("ingest-batch-size", errors.New("must be between 1 and 1000000"))
+	}
+	if i.BatchInterval < 10*time.Millisecond || i.BatchInterval > time.Minute {
+		return Invalid("ingest-batch-interval", errors.New("must be between 10ms and 1m"))
+	}
+	return nil
+}
+
+// Tracking is how the click redirect records clicks.
+type Tracking struct {
+	Mode          string
+	SpoolDir      string
+	SpoolMaxBytes int64
+	AckTimeout    time.Duration
+}
+
+func (t *Tracking) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&t.Mode, "click-mode", "ack", "ack: answer a click once Kafka (or the local spool) has it; async: answer first, queue in memory")
+	def := t.SpoolDir
+	if def == "" {
+		def = "/var/lib/partnerstream/spool"
+	}
+	fs.StringVar(&t.SpoolDir, "click-spool-dir", def, "directory of the click spool (clicks kept while Kafka is slow or down); one api process per directory")
+	fs.Int64Var(&t.SpoolMaxBytes, "click-spool-max-bytes", 1<<30, "largest click spool; beyond it clicks are dropped and counted")
+	fs.DurationVar(&t.AckTimeout, "click-ack-timeout", 50*time.Millisecond, "ack mode: how long Kafka has to acknowledge a click before it is spooled")
+}
+
+func (t *Tracking) Validate() error {
+	if t.Mode != "ack" && t.Mode != "async" {
+		return Invalid("click-mode", fmt.Errorf("%q is not ack or async", t.Mode))
+	}
+	if t.SpoolDir == "" {
+		return Missing("click-spool-dir")
+	}
+	if t.SpoolMaxBytes < 1<<20 {
+		return Invalid("click-spool-max-bytes", errors.New("must be at least 1 MiB"))
+	}
+	if t.AckTimeout < time.Millisecond || t.AckTimeout > 10*time.Second {
+		return Invalid("click-ack-timeout", errors.New("must be between 1ms and 10s"))
+	}
+	return nil
 }

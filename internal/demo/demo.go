@@ -30,6 +30,9 @@ type File struct {
 	BaseURL    string  `json:"base_url"`
 	Advertiser Account `json:"advertiser"`
 	Affiliate  Account `json:"affiliate"`
+	// ProgramID and TrackingURL are the demo program and the affiliate's link to it.
+	ProgramID   string `json:"program_id,omitempty"`
+	TrackingURL string `json:"tracking_url,omitempty"`
 }
 
 // Store is what seeding needs from the identity store.

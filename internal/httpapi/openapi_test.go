@@ -16,6 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 )
 
@@ -68,8 +69,26 @@ func checkAgainstSpec(t *testing.T, req *http.Request, status int, header http.H
 	}
 }
 
+// everyArea is a server with every area of the API mounted, as the api component mounts them.
+// Mounting only registers routes, so no dependency is needed.
+func everyArea() *httpapi.Server {
+	srv := httpapi.New(httpapi.Options{Addr: "127.0.0.1:0", Log: quiet, Health: health.NewRegistry()})
+	srv.MountAuth(nil, nil, nil, false)
+	srv.MountAPIKeys(nil)
+	srv.MountPrograms(nil)
+	srv.MountPartnerships(nil)
+	srv.MountTracking(nil, nil, httpapi.TrackingOptions{})
+	srv.MountConversions(nil)
+	srv.MountPayouts(nil)
+	srv.MountConversionPostback(nil)
+	srv.MountStats(nil)
+	srv.MountWebhooks(nil)
+	srv.MountPostbacks(nil)
+	return srv
+}
+
 func TestEveryRouteIsDocumentedAndEveryDocumentedRouteExists(t *testing.T) {
-	f := newFixture(t)
+	srv := everyArea()
 	doc, _ := spec(t)
 	documented := map[string]bool{}
 	for path, item := range doc.Paths.Map() {
@@ -78,8 +97,8 @@ func TestEveryRouteIsDocumentedAndEveryDocumentedRouteExists(t *testing.T) {
 		}
 	}
 	served := map[string]bool{}
-	for _, r := range f.srv.App().GetRoutes(true) {
-		if r.Method == "HEAD" || strings.HasPrefix(r.Path, "/api/v1/echo") || r.Path == "/api/v1/strict" {
+	for _, r := range srv.App().GetRoutes(true) {
+		if r.Method == "HEAD" {
 			continue
 		}
 		path := r.Path

@@ -7,6 +7,7 @@ package ids
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -84,4 +85,34 @@ func Check(field, prefix, s string) error {
 		return fmt.Errorf("%s must be an id starting with %q", field, prefix+"_")
 	}
 	return nil
+}
+
+// Time returns the creation time New wrote into an id (the UUIDv7 timestamp, millisecond
+// precision), with any prefix. It is false for a string that is not such an id, so a caller
+// can tell "made a moment ago" apart from garbage without a lookup.
+func Time(id string) (time.Time, bool) {
+	i := strings.LastIndexByte(id, '_')
+	body := id[i+1:]
+	if i < 1 || len(body) != encodedLen {
+		return time.Time{}, false
+	}
+	var v [encodedLen]uint64
+	for j := 0; j < encodedLen; j++ {
+		n := strings.IndexByte(alphabet, body[j])
+		if n < 0 {
+			return time.Time{}, false
+		}
+		v[j] = uint64(n)
+	}
+	// The first character carries the two always-zero bits above the 128; characters 0..9
+	// hold the top 50 bits, i.e. the 48-bit Unix milliseconds, and character 10 begins with
+	// the version nibble, which must be 7.
+	if v[0] > 3 || v[10]>>1 != 7 {
+		return time.Time{}, false
+	}
+	var ms uint64
+	for j := 0; j < 10; j++ {
+		ms = ms<<5 | v[j]
+	}
+	return time.UnixMilli(int64(ms)).UTC(), true
 }

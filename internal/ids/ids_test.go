@@ -4,6 +4,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 func TestNewIsValidAndSortsByCreationTime(t *testing.T) {
@@ -44,5 +46,45 @@ func TestValid(t *testing.T) {
 				t.Fatalf("Valid(%q) = %v, want %v", c.in, got, c.want)
 			}
 		})
+	}
+}
+
+func TestTimeRecoversTheCreationTime(t *testing.T) {
+	before := time.Now().Truncate(time.Millisecond)
+	id := New(Click)
+	after := time.Now()
+	got, ok := Time(id)
+	if !ok || got.Before(before) || got.After(after) || got.Location() != time.UTC {
+		t.Fatalf("Time(%q) = %v, %v; want a UTC time in [%v, %v]", id, got, ok, before, after)
+	}
+}
+
+func TestTimeOfAKnownUUID(t *testing.T) {
+	at := time.Date(2026, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+	u := uuid.Must(uuid.NewV7())
+	ms := uint64(at.UnixMilli())
+	for i := 0; i < 6; i++ {
+		u[i] = byte(ms >> (8 * (5 - i)))
+	}
+	got, ok := Time(Conversion + "_" + encode(u))
+	if !ok || !got.Equal(at) {
+		t.Fatalf("Time = %v, %v; want %v", got, ok, at)
+	}
+}
+
+func TestTimeRefusesWhatIsNotAnID(t *testing.T) {
+	good := New(Click)
+	v4 := Click + "_" + encode(uuid.New())
+	for name, in := range map[string]string{
+		"empty":                        "",
+		"no prefix":                    good[4:],
+		"a short body":                 good[:len(good)-1],
+		"a character outside alphabet": good[:len(good)-1] + "u",
+		"a random UUIDv4":              v4,
+		"top bits set":                 Click + "_z" + good[5:],
+	} {
+		if got, ok := Time(in); ok {
+			t.Errorf("%s: Time(%q) = %v, true; want false", name, in, got)
+		}
 	}
 }

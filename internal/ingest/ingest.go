@@ -1,18 +1,469 @@
-// Package ingest moves click and event streams from Kafka into ClickHouse for statistics.
-// The consuming loop arrives with the statistics work; until then the component holds its
-// connections so that its readiness reflects Kafka and ClickHouse.
+// Package ingest moves the click and domain-event streams from Kafka into ClickHouse for
+// statistics. Each topic has its own consumer group; messages are gathered into batches
+// (bounded by size and by time), each batch is written with one INSERT per table, and only
+// then are its offsets committed. Kafka therefore delivers at least once, and the Writer
+// makes a delivery that was already stored change nothing (docs/stats.md).
+//
+// Replicas scale out by sharing the consumer groups: Kafka splits the partitions among them.
 package ingest
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
-// Service is the ingest component.
-type Service struct{}
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/health"
+	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
+)
+
+// Defaults of Options.
+const (
+	DefaultBatchSize     = 10000
+	DefaultBatchInterval = time.Second
+	DefaultGroupPrefix   = "partnerstream-ingest"
+)
+
+// Tables that the rows_total metric names.
+const (
+	tableClicks      = "clicks"
+	tableConversions = "conversion_changes"
+)
+
+// Options configure the ingest component.
+type Options struct {
+	Kafka kafka.Config
+	// ClickHouse is an open connection; Database holds the migrated schema.
+	ClickHouse driver.Conn
+	Database   string
+	// BatchSize is the most messages in one batch; BatchInterval is the longest a message
+	// waits in a batch before it is written, so it bounds how fresh statistics are.
+	BatchSize     int
+	BatchInterval time.Duration
+	// GroupPrefix names the consumer groups <prefix>-clicks and <prefix>-events. A second
+	// pipeline (into another ClickHouse) needs a prefix of its own.
+	GroupPrefix string
+	Log         *slog.Logger
+	// Health, when set, receives the clickhouse, kafka and ingest readiness checks.
+	Health *health.Registry
+	Now    func() time.Time
+}
+
+// Service is the ingest component (run.Component "ingest").
+type Service struct {
+	consumers []runner
+	clicks    *consumer[Click] // tests watch it
+	// afterWrite, when set (tests), runs after a batch of that many messages is stored and
+	// before its offsets are committed: the window a crash must survive.
+	afterWrite func(topic string, messages int)
+}
+
+type runner interface {
+	run(ctx context.Context) error
+	check() error
+}
+
+// New validates the options and builds the service.
+func New(o Options) (*Service, error) {
+	if o.ClickHouse == nil {
+		return nil, errors.New("ingest: a ClickHouse connection is required")
+	}
+	if o.Database == "" {
+		return nil, errors.New("ingest: a ClickHouse database is required")
+	}
+	if err := o.Kafka.Validate(); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.BatchInterval == 0 {
+		o.BatchInterval = DefaultBatchInterval
+	}
+	if o.BatchSize < 1 || o.BatchInterval < 0 {
+		return nil, fmt.Errorf("ingest: batch size %d and interval %s must be positive", o.BatchSize, o.BatchInterval)
+	}
+	if o.GroupPrefix == "" {
+		o.GroupPrefix = DefaultGroupPrefix
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	w := NewWriter(o.ClickHouse, o.Database)
+	w.now = o.Now
+	s := &Service{}
+	s.clicks = newConsumer(s, o, kafka.TopicClicks, o.GroupPrefix+"-clicks", tableClicks, decodeClick, w.WriteClicks)
+	s.consumers = []runner{s.clicks,
+		newConsumer(s, o, kafka.TopicEvents, o.GroupPrefix+"-events", tableConversions, decodeEvent, w.WriteConversions)}
+	if o.Health != nil {
+		conn, brokers := o.ClickHouse, o.Kafka.Brokers
+		o.Health.Add("clickhouse", func(ctx context.Context) error { return chstore.Ping(ctx, conn) })
+		o.Health.Add("kafka", func(ctx context.Context) error { return kafka.Ping(ctx, brokers) })
+		o.Health.Add("ingest", s.check)
+	}
+	return s, nil
+}
 
 // Name implements run.Component.
-func (Service) Name() string { return "ingest" }
+func (s *Service) Name() string { return "ingest" }
 
-// Run waits for shutdown.
-func (Service) Run(ctx context.Context) error {
-	<-ctx.Done()
-	return nil
+// Run consumes both topics until ctx ends, then writes and commits the batches in hand and
+// leaves the consumer groups. Failures to write are retried, never fatal: Kafka keeps the
+// messages, and /readyz reports the failure meanwhile.
+func (s *Service) Run(ctx context.Context) error {
+	errs := make([]error, len(s.consumers))
+	var wg sync.WaitGroup
+	for i, c := range s.consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.run(ctx)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// check is the readiness of the pipeline itself: both consumers can fetch and write.
+func (s *Service) check(context.Context) error {
+	var errs []error
+	for _, c := range s.consumers {
+		errs = append(errs, c.check())
+	}
+	return errors.Join(errs...)
+}
+
+func decodeClick(m kafkago.Message) (Click, bool, error) {
+	c := Click{Partition: int32(m.Partition), Offset: m.Offset}
+	if err := json.Unmarshal(m.Value, &c.Click); err != nil {
+		return Click{}, true, fmt.Errorf("%w: click: %w", ErrInvalid, err)
+	}
+	return c, true, validClick(c.Click)
+}
+
+func decodeEvent(m kafkago.Message) (Conversion, bool, error) {
+	var e events.Envelope
+	if err := json.Unmarshal(m.Value, &e); err != nil {
+		return Conversion{}, true, fmt.Errorf("%w: event: %w", ErrInvalid, err)
+	}
+	c, ok, err := ParseConversion(e)
+	c.Partition, c.Offset = int32(m.Partition), m.Offset
+	return c, ok, err
+}
+
+// Consumer group timings. A crashed replica's partitions move to the others after
+// sessionTimeout. When a generation ends, heartbeats stop until the replica rejoins, so it
+// must store and commit the batch in hand and rejoin within sessionTimeout, or the group
+// would go on without it while it still writes; it gives up on that batch after
+// finalWriteTimeout (the next owner redoes it) to stay well inside.
+const (
+	heartbeatInterval = time.Second
+	sessionTimeout    = 10 * time.Second
+	rebalanceTimeout  = 30 * time.Second
+	finalWriteTimeout = 5 * time.Second
+)
+
+// consumer moves one topic into ClickHouse as a member of its consumer group.
+//
+// It uses kafka-go's ConsumerGroup rather than the group Reader because the Reader cannot
+// tell its caller that a partition moved to another replica: a batch in hand would then be
+// written while the new owner re-reads the same messages from the last commit, and both
+// lookups could miss the other's rows. Here everything of a generation (one fetcher per
+// assigned partition, one batcher that writes and commits) runs inside it, and kafka-go
+// rejoins the group only once they have returned, so a partition changes hands only after
+// its last batch is stored and committed.
+type consumer[T any] struct {
+	svc      *Service
+	topic    string
+	group    string
+	table    string
+	kafka    kafka.Config
+	size     int
+	interval time.Duration
+	decode   func(kafkago.Message) (T, bool, error)
+	write    func(context.Context, []T) (WriteResult, error)
+	log      *slog.Logger
+	lag      *lagTracker
+
+	mu       sync.Mutex
+	failure  error // of the last join, fetch or write; nil once one succeeds
+	failedAt time.Time
+	// received counts the messages added to batches (tests wait on it).
+	received atomic.Int64
+}
+
+func newConsumer[T any](s *Service, o Options, topic, group, table string,
+	decode func(kafkago.Message) (T, bool, error), write func(context.Context, []T) (WriteResult, error)) *consumer[T] {
+	return &consumer[T]{svc: s, topic: topic, group: group, table: table, kafka: o.Kafka, size: o.BatchSize,
+		interval: o.BatchInterval, decode: decode, write: write,
+		log: o.Log.With("topic", topic, "group", group), lag: newLagTracker(topic, o.Now)}
+}
+
+func (c *consumer[T]) dialer() *kafkago.Dialer {
+	id := c.kafka.ClientID
+	if id == "" {
+		id = kafka.DefaultClientID
+	}
+	return &kafkago.Dialer{ClientID: id, Timeout: 10 * time.Second, DualStack: true}
+}
+
+// run takes part in the group until ctx ends, then lets the generation in hand store and
+// commit its batch, and leaves the group.
+func (c *consumer[T]) run(ctx context.Context) error {
+	group, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
+		ID: c.group, Brokers: c.kafka.Brokers, Dialer: c.dialer(), Topics: []string{c.topic},
+		HeartbeatInterval: heartbeatInterval, SessionTimeout: sessionTimeout, RebalanceTimeout: rebalanceTimeout,
+		JoinGroupBackoff: time.Second, WatchPartitionChanges: true, StartOffset: kafkago.FirstOffset,
+		// Committed offsets must outlive the messages (kafka-go asks for 24 h), or a topic idle
+		// for a day would be read again from its start.
+		RetentionTime: max(c.kafka.Retention, 24*time.Hour),
+	})
+	if err != nil {
+		return fmt.Errorf("ingest: %s consumer group: %w", c.topic, err)
+	}
+	// Close ends the generation in hand and waits for its goroutines, i.e. for the last
+	// batch to be stored and committed, then leaves the group.
+	stop := context.AfterFunc(ctx, func() { _ = group.Close() })
+	defer stop()
+	for {
+		gen, err := group.Next(context.WithoutCancel(ctx))
+		switch {
+		case errors.Is(err, kafkago.ErrGroupClosed):
+			return group.Close()
+		case err != nil:
+			c.setFailure(fmt.Errorf("kafka: join group %s: %w", c.group, err))
+			c.log.Warn("joining the consumer group failed; retrying", "err", err)
+			continue
+		}
+		c.setFailure(nil)
+		c.startGeneration(gen)
+	}
+}
+
+// item is a fetched message, decoded; the message keeps only what commits and lag need.
+type item[T any] struct {
+	rec     T
+	ok      bool
+	invalid error
+	msg     kafkago.Message
+}
+
+func (c *consumer[T]) startGeneration(gen *kafkago.Generation) {
+	assigned := gen.Assignments[c.topic]
+	c.log.Info("consuming", "generation", gen.ID, "partitions", len(assigned))
+	items := make(chan item[T], c.size)
+	gen.Start(func(ctx context.Context) { c.batchLoop(ctx, gen, items) })
+	for _, a := range assigned {
+		gen.Start(func(ctx context.Context) { c.fetchLoop(ctx, a.ID, a.Offset, items) })
+	}
+}
+
+// fetchLoop reads one partition from offset and decodes each message, so decoding runs in
+// parallel across partitions and overlaps the batcher's writes.
+func (c *consumer[T]) fetchLoop(ctx context.Context, partition int, offset int64, out chan<- item[T]) {
+	r := kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers: c.kafka.Brokers, Topic: c.topic, Partition: partition, Dialer: c.dialer(),
+		// An idle partition holds a fetch this long, which also bounds how fast it stops.
+		MaxWait: 250 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20,
+	})
+	defer r.Close()
+	if err := r.SetOffset(offset); err != nil {
+		c.log.Error("cannot position the partition reader", "partition", partition, "offset", offset, "err", err)
+		return
+	}
+	failures := 0
+	for {
+		m, err := r.FetchMessage(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			failures++
+			c.setFailure(fmt.Errorf("kafka: fetch %s/%d: %w", c.topic, partition, err))
+			c.log.Warn("fetch failed; retrying", "partition", partition, "err", err)
+			sleep(ctx, backoff(failures))
+			continue
+		}
+		if failures > 0 {
+			failures = 0
+			c.setFailure(nil)
+		}
+		it := item[T]{msg: m}
+		it.rec, it.ok, it.invalid = c.decode(m)
+		it.msg.Key, it.msg.Value, it.msg.Headers = nil, nil, nil
+		select {
+		case out <- it:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+type batch[T any] struct {
+	records  []T
+	last     map[int]kafkago.Message // per partition: what to commit and how far behind it is
+	messages int
+	invalid  int
+}
+
+func (c *consumer[T]) newBatch() *batch[T] {
+	return &batch[T]{records: make([]T, 0, min(c.size, 1024)), last: map[int]kafkago.Message{}}
+}
+
+func (c *consumer[T]) add(b *batch[T], it item[T]) {
+	b.messages++
+	c.received.Add(1)
+	// Messages that are not for statistics, or invalid, still move the committed offset.
+	b.last[it.msg.Partition] = it.msg
+	switch {
+	case it.invalid != nil:
+		b.invalid++
+		c.log.Error("skipping a message ingest cannot store", "partition", it.msg.Partition, "offset", it.msg.Offset, "err", it.invalid)
+	case it.ok:
+		b.records = append(b.records, it.rec)
+	}
+}
+
+// batchLoop writes a batch when it is full or when its first message has waited the
+// interval, one at a time and in order, and the batch in hand when the generation ends.
+func (c *consumer[T]) batchLoop(ctx context.Context, gen *kafkago.Generation, in <-chan item[T]) {
+	b := c.newBatch()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	flush := func(final bool) bool {
+		timer.Stop()
+		ok := b.messages == 0 || c.flush(ctx, gen, b, final)
+		b = c.newBatch()
+		return ok
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			flush(true)
+			return
+		case <-timer.C:
+			if !flush(false) {
+				return // not stored: committing later batches would skip it
+			}
+		case it := <-in:
+			c.add(b, it)
+			if b.messages == 1 {
+				timer.Reset(c.interval)
+			}
+			if b.messages >= c.size && !flush(false) {
+				return
+			}
+		}
+	}
+}
+
+// flush stores a batch and commits its offsets. It retries a failed write while the
+// generation lasts; final is the generation's last batch, which gets one bounded attempt.
+func (c *consumer[T]) flush(ctx context.Context, gen *kafkago.Generation, b *batch[T], final bool) bool {
+	start := time.Now()
+	res, err := c.writeRetrying(ctx, b.records, final)
+	if err != nil {
+		c.log.Warn("a batch was not stored; Kafka redelivers it to the partitions' next owner",
+			"messages", b.messages, "err", err)
+		return false
+	}
+	// The rows are queryable from here on, so the metrics say so before the commit.
+	for p, m := range b.last {
+		c.lag.observe(p, m.Offset, m.HighWaterMark, m.Time)
+	}
+	c.lag.publish()
+	rowsTotal.WithLabelValues(c.table).Add(float64(res.Written))
+	skippedTotal.WithLabelValues(c.topic, "duplicate").Add(float64(res.Duplicates))
+	skippedTotal.WithLabelValues(c.topic, "invalid").Add(float64(b.invalid))
+	batchSize.WithLabelValues(c.topic).Observe(float64(b.messages))
+	if hook := c.svc.afterWrite; hook != nil {
+		hook(c.topic, b.messages)
+	}
+	offsets := make(map[int]int64, len(b.last))
+	for p, m := range b.last {
+		offsets[p] = m.Offset + 1
+	}
+	if err := gen.CommitOffsets(map[string]map[int]int64{c.topic: offsets}); err != nil {
+		// The rows are stored, so a redelivery of this batch is a no-op: nothing is lost.
+		c.log.Warn("commit failed; the batch may be redelivered and skipped as duplicates", "err", err)
+	}
+	flushDuration.WithLabelValues(c.topic).Observe(time.Since(start).Seconds())
+	c.log.Debug("batch stored", "messages", b.messages, "written", res.Written, "duplicates", res.Duplicates,
+		"invalid", b.invalid, "duration", time.Since(start))
+	return true
+}
+
+// writeTimeout bounds one attempt; a slow insert is retried, and the retry finds what the
+// slow one stored.
+const writeTimeout = 30 * time.Second
+
+func (c *consumer[T]) writeRetrying(ctx context.Context, recs []T, final bool) (WriteResult, error) {
+	for attempt := 1; ; attempt++ {
+		timeout := writeTimeout
+		if final || ctx.Err() != nil {
+			timeout = finalWriteTimeout
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		res, err := c.write(wctx, recs)
+		cancel()
+		if err == nil {
+			c.setFailure(nil)
+			return res, nil
+		}
+		flushErrors.WithLabelValues(c.topic).Inc()
+		c.setFailure(fmt.Errorf("clickhouse: write %s: %w", c.topic, err))
+		c.log.Error("writing a batch failed", "attempt", attempt, "err", err)
+		if final || !sleep(ctx, backoff(attempt)) {
+			return WriteResult{}, err
+		}
+	}
+}
+
+func (c *consumer[T]) setFailure(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil && c.failure == nil {
+		c.failedAt = time.Now()
+	}
+	c.failure = err
+}
+
+func (c *consumer[T]) check() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failure == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: failing since %s: %w", c.topic, c.failedAt.UTC().Format(time.RFC3339), c.failure)
+}
+
+// backoff grows from 100 ms to 5 s.
+func backoff(attempt int) time.Duration {
+	d := 100 * time.Millisecond << min(attempt-1, 6)
+	return min(d, 5*time.Second)
+}
+
+// sleep waits d, or returns false when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

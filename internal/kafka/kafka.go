@@ -108,13 +108,16 @@ func newDialer(clientID string) *kafkago.Dialer {
 // partitioner, so any other producer to these topics (Kafka Connect, a franz-go tool, a
 // Java service) places a key on the same partition.
 //
+// Options adjust the writer for one caller's trade-offs (see WithBatchTimeout); they are
+// applied after the defaults above.
+//
 // The caller must Close the writer: that also releases its connection pool.
-func NewWriter(cfg Config, topic string) *kafkago.Writer {
+func NewWriter(cfg Config, topic string, opts ...WriterOption) *kafkago.Writer {
 	// The WriterConfig constructor is deprecated, but it is the only way to give the writer
 	// a transport that carries our ClientID AND that Writer.Close releases. A Writer literal
 	// with its own Transport leaks that transport's metadata goroutines after Close, and
 	// one with the shared DefaultTransport cannot carry a client id.
-	return kafkago.NewWriter(kafkago.WriterConfig{ //nolint:staticcheck // see above
+	w := kafkago.NewWriter(kafkago.WriterConfig{ //nolint:staticcheck // see above
 		Brokers: cfg.Brokers,
 		Topic:   topic,
 		Dialer:  newDialer(cfg.clientID()),
@@ -130,6 +133,10 @@ func NewWriter(cfg Config, topic string) *kafkago.Writer {
 		// from EnsureTopics with our partitions and retention, and a typo'd topic must fail
 		// rather than be auto-created with broker defaults.
 	})
+	for _, o := range opts {
+		o(w)
+	}
+	return w
 }
 
 // NewReader returns a consumer-group member for one topic. Offsets are committed only when

@@ -16,7 +16,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/ids"
 )
 
-
 // Write records an event in the caller's transaction. aggregateID is the Kafka key (the
 // conversion, partnership, ... the event is about), so one aggregate's events stay in order.
 // A zero ID or OccurredAt is filled in; the envelope as stored is returned.

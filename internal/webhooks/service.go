@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -376,7 +377,13 @@ func eventTypes(in []string) []v1alpha1.EventType {
 	return out
 }
 
+// seconds converts an API number of seconds; a value too large for a Duration saturates
+// instead of wrapping into a small one, so the API server's bound still refuses it.
 func seconds(n int64) *metav1.Duration {
+	const max = int64(math.MaxInt64 / int64(time.Second))
+	if n > max {
+		return &metav1.Duration{Duration: time.Duration(math.MaxInt64)}
+	}
 	return &metav1.Duration{Duration: time.Duration(n) * time.Second}
 }
 

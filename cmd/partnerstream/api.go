@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/config"
+	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/httpapi"
+	"github.com/partnerstream/partnerstream/internal/idempotency"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/links"
+	"github.com/partnerstream/partnerstream/internal/outbox"
+	"github.com/partnerstream/partnerstream/internal/postbacks"
+	"github.com/partnerstream/partnerstream/internal/programs"
+	"github.com/partnerstream/partnerstream/internal/run"
+	"github.com/partnerstream/partnerstream/internal/tracking"
+	"github.com/partnerstream/partnerstream/internal/webhooks"
+)
+
+// apiSettings are the api's settings; dev takes them too.
+type apiSettings struct {
+	common   config.Common
+	postgres config.Postgres
+	kafka    config.Kafka
+	ch       config.ClickHouse
+	api      config.API
+	tracking config.Tracking
+	kube     config.Kube
+	auth     authSettings
+}
+
+func (s *apiSettings) groups() []config.Group {
+	return append([]config.Group{&s.common, &s.postgres, &s.kafka, &s.ch, &s.api, &s.tracking, &s.kube}, s.auth.groups()...)
+}
+
+func newAPICmd() *cobra.Command {
+	var s apiSettings
+	return componentCmd("api", "Serve the HTTP API, the dashboard and click redirects", s.groups(),
+		func(ctx context.Context) error {
+			p, err := newPlatform(&s.common, "api")
+			if err != nil {
+				return err
+			}
+			defer p.close()
+			if err := p.openPostgres(ctx, &s.postgres); err != nil {
+				return err
+			}
+			if err := p.openClickHouse(ctx, &s.ch); err != nil {
+				return err
+			}
+			if err := p.connectKafka(ctx, &s.kafka, "partnerstream-api"); err != nil {
+				return err
+			}
+			deps, err := newAuth(ctx, p, &s.auth, s.api.BaseURL, false)
+			if err != nil {
+				return err
+			}
+			c, err := newAPI(p, &s, deps)
+			if err != nil {
+				return err
+			}
+			return p.run(ctx, &s.common, c)
+		})
+}
+
+// newAPI builds the api component: the HTTP server with every area mounted, plus the loops
+// that run beside it (outbox relay, key cache upkeep, pruning).
+func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) {
+	log := p.componentLog("api")
+	hooks, err := webhookService(p, &s.kube, s.api.WebhookSecretWait)
+	if err != nil {
+		return nil, err
+	}
+	keys := auth.NewKeyAuthenticator(deps.users, auth.KeyAuthOptions{Log: log})
+	idem := idempotency.NewStore(p.pg, nil)
+	srv := httpapi.New(httpapi.Options{
+		Addr: s.api.Addr, Log: log, Health: p.health, Keys: keys, Sessions: httpapi.SessionAuth(deps.sessions),
+		Idempotency: idem,
+		RateLimit:   httpapi.RateLimit{Requests: s.api.RateLimitRequests, Window: s.api.RateLimitWindow},
+	})
+	prg := programs.NewService(p.pg, programs.Options{})
+	lks := links.NewService(p.pg, links.Options{BaseURL: s.api.BaseURL})
+	resolver := tracking.NewResolver(lks, tracking.ResolverOptions{})
+	mode, _ := tracking.ParseMode(s.tracking.Mode) // validated with the settings
+	recorder, err := tracking.NewRecorder(tracking.RecorderOptions{Kafka: p.kafka, Mode: mode, AckTimeout: s.tracking.AckTimeout,
+		SpoolDir: s.tracking.SpoolDir, SpoolMaxBytes: s.tracking.SpoolMaxBytes, Log: p.componentLog("tracking")})
+	if err != nil {
+		return nil, config.Invalid("click-spool-dir", err)
+	}
+	clicks := tracking.NewService(resolver, recorder, tracking.ServiceOptions{Log: log})
+	cnv := conversions.New(p.pg, conversions.NewClickHouseClicks(p.ch, s.ch.Database), conversions.Options{})
+	pbs := postbacks.NewService(p.pg, postbacks.Options{})
+	srv.MountAuth(deps.signin, deps.sessions, deps.users, s.auth.session.InsecureCookies)
+	srv.MountAPIKeys(deps.users)
+	srv.MountPrograms(prg)
+	srv.MountTracking(lks, clicks, httpapi.TrackingOptions{SecureCookies: strings.HasPrefix(s.api.BaseURL, "https://")})
+	srv.MountPartnerships(prg)
+	srv.MountWebhooks(hooks)
+	srv.MountPostbacks(pbs)
+	srv.MountConversions(cnv)
+	srv.MountPayouts(cnv)
+	srv.MountConversionPostback(cnv)
+
+	events := kafka.NewWriter(p.kafka, kafka.TopicEvents)
+	relay := outbox.NewRelay(p.pg, events, outbox.RelayOptions{Log: log})
+	hourly := func(name string, fn func(context.Context) (int64, error)) func(context.Context) {
+		return func(ctx context.Context) {
+			run.Every(ctx, time.Hour, log, name, func(ctx context.Context) error { _, err := fn(ctx); return err })
+		}
+	}
+	loops := []func(context.Context){
+		func(ctx context.Context) { identity.ListenRevocations(ctx, p.pg, log, keys.Forget, keys.Reset) },
+		func(ctx context.Context) { keys.Run(ctx, 5*time.Second) },
+		func(ctx context.Context) { _ = relay.Run(ctx) },
+		func(ctx context.Context) { _ = recorder.Run(ctx) },
+		func(ctx context.Context) { links.ListenChanges(ctx, p.pg, log, resolver.Invalidate, resolver.Reset) },
+		func(ctx context.Context) { _ = conversions.AutoApproval{Service: cnv, Log: log}.Run(ctx) },
+		func(ctx context.Context) { run.Every(ctx, time.Hour, log, "prune sign-in state", deps.prune) },
+		hourly("prune idempotency keys", idem.Prune),
+		hourly("prune postback secrets", pbs.PruneExpired),
+		hourly("prune outbox", func(ctx context.Context) (int64, error) { return relay.Prune(ctx, 7*24*time.Hour) }),
+	}
+	return run.Func{N: "api", F: func(ctx context.Context) error {
+		// The loops outlive the server's drain: the relay keeps publishing what the last
+		// requests wrote and the key cache flushes its last-use times.
+		bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+		var wg sync.WaitGroup
+		for _, loop := range loops {
+			wg.Add(1)
+			go func() { defer wg.Done(); loop(bg) }()
+		}
+		err := srv.Run(ctx)
+		stop()
+		wg.Wait()
+		_ = events.Close()
+		return err
+	}}, nil
+}
+
+// webhookService reaches the Webhook resources. Without a kubeconfig and outside a cluster
+// the api still runs, and its webhook routes answer 503.
+func webhookService(p *platform, k *config.Kube, wait time.Duration) (httpapi.WebhookService, error) {
+	if k.Kubeconfig == "" && !inCluster() {
+		p.log.Warn("no --kubeconfig and not in a cluster: webhook subscriptions are unavailable")
+		return nil, nil
+	}
+	cfg, err := kubeConfig(k)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		return nil, config.Invalid("kubeconfig", err)
+	}
+	return webhooks.NewService(c, webhooks.Options{Namespace: k.Namespace, Wait: wait}), nil
+}

@@ -1,0 +1,437 @@
+// Package conversions registers conversions, attributes them to the click that led to them,
+// computes their commissions exactly, moves commissions through their states and gathers
+// approved commissions into payouts. Every change writes its domain events to the outbox in
+// the same Postgres transaction (internal/outbox), so an event exists if and only if the
+// change committed.
+//
+// Attribution: a conversion names the click id the advertiser got on its landing page. Clicks
+// are in ClickHouse (redirect -> Kafka -> ingest), found through a ClickFinder. The click gives
+// the link, affiliate and program; the conversion must come from the program's advertiser and
+// occur within the program's attribution window after the click.
+package conversions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/money"
+)
+
+// Conversion types.
+const (
+	TypeSale    = "sale"
+	TypeLead    = "lead"
+	TypeSignup  = "signup"
+	TypeInstall = "install"
+	TypeCustom  = "custom"
+)
+
+// Types lists the conversion types.
+var Types = []string{TypeSale, TypeLead, TypeSignup, TypeInstall, TypeCustom}
+
+// Sources of a conversion.
+const (
+	SourceAPI      = "api"
+	SourcePostback = "postback"
+)
+
+// MaxMetadata is the largest metadata object accepted, in bytes of JSON.
+const MaxMetadata = 16 << 10
+
+// Defaults of Options.
+const (
+	DefaultIngestLag  = 60 * time.Second
+	DefaultFutureSkew = 5 * time.Minute
+)
+
+// Conversion is a registered conversion with its commission.
+type Conversion struct {
+	ID            string
+	ProgramID     string
+	AdvertiserID  string
+	AffiliateID   string
+	PartnershipID string // empty when the partnership no longer exists
+	LinkID        string
+	ClickID       string
+	PromotionID   string
+	Sub1          string
+	ClickedAt     time.Time
+	ExternalID    string
+	Type          string
+	Amount        int64 // minor units of Currency
+	Currency      string
+	OccurredAt    time.Time
+	Metadata      json.RawMessage // a JSON object
+	Source        string
+	CreatedAt     time.Time
+	Commission    Commission
+}
+
+// NewConversion is what an advertiser reports.
+type NewConversion struct {
+	ClickID    string
+	ExternalID string // the advertiser's order id, unique per program
+	Type       string // empty: sale
+	// Amount is the sale amount, a decimal string in Currency; empty means zero.
+	Amount string
+	// Currency must be the program's; empty means the program's.
+	Currency string
+	// OccurredAt is when the conversion happened; zero means now.
+	OccurredAt time.Time
+	// Metadata is an optional JSON object of at most MaxMetadata bytes.
+	Metadata json.RawMessage
+	// ProgramID, when set, restricts attribution to clicks of that program (a postback
+	// token belongs to one program).
+	ProgramID string
+	Source    string // empty: api
+}
+
+// Viewer is the company reading: an advertiser sees its programs' conversions, commissions
+// and payouts; an affiliate sees its own.
+type Viewer struct {
+	CompanyID string
+	Affiliate bool
+}
+
+// column is the column that scopes rows to the viewer.
+func (v Viewer) column() string {
+	if v.Affiliate {
+		return "affiliate_id"
+	}
+	return "advertiser_id"
+}
+
+// Errors. Handlers map them to problems; the wrapped messages are safe to show the caller.
+var (
+	ErrNotFound = errors.New("not found")
+	// ErrUnknownClick: no such click, or the click of another advertiser or program.
+	ErrUnknownClick = errors.New("unknown click")
+	// ErrClickNotReady: the click is too young to be in the click store yet; retry shortly.
+	ErrClickNotReady = errors.New("the click is not recorded yet")
+	// ErrClickExpired: the conversion occurred before the click or after the window.
+	ErrClickExpired = errors.New("the click is outside the program's attribution window")
+	// ErrCurrencyMismatch: the conversion's currency is not the program's.
+	ErrCurrencyMismatch = errors.New("the currency is not the program's")
+	// ErrAttributionUnavailable: the click store did not answer.
+	ErrAttributionUnavailable = errors.New("the click store is unavailable")
+)
+
+// InvalidError is input that fails validation, naming the field.
+type InvalidError struct{ Field, Message string }
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Message }
+
+func invalid(field, format string, a ...any) error {
+	return &InvalidError{Field: field, Message: fmt.Sprintf(format, a...)}
+}
+
+// Options of the service.
+type Options struct {
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// IngestLag: an unknown click whose id says it is younger than this is answered with
+	// ErrClickNotReady (ingestion lag) instead of ErrUnknownClick. DefaultIngestLag when 0.
+	IngestLag time.Duration
+	// FutureSkew is how far in the future occurred_at may be (client clocks).
+	// DefaultFutureSkew when 0.
+	FutureSkew time.Duration
+}
+
+// Service is the conversions, commissions and payouts store.
+type Service struct {
+	db     *pgxpool.Pool
+	clicks ClickFinder
+	now    func() time.Time
+	lag    time.Duration
+	skew   time.Duration
+}
+
+// New returns the service.
+func New(db *pgxpool.Pool, clicks ClickFinder, o Options) *Service {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.IngestLag <= 0 {
+		o.IngestLag = DefaultIngestLag
+	}
+	if o.FutureSkew <= 0 {
+		o.FutureSkew = DefaultFutureSkew
+	}
+	return &Service{db: db, clicks: clicks, now: func() time.Time { return o.Now().UTC() }, lag: o.IngestLag, skew: o.FutureSkew}
+}
+
+// terms are what the program and the partnership say about a conversion.
+type terms struct {
+	currency      string
+	windowDays    int
+	holdDays      *int
+	partnershipID string
+	ruleType      string
+	ruleValue     int64
+}
+
+// Register records a conversion reported by advertiserID and its pending commission. A
+// repeated external id for the program returns the first conversion with created false,
+// whatever else the repeat says; it never makes a second one, even under concurrent repeats.
+func (s *Service) Register(ctx context.Context, advertiserID string, in NewConversion) (Conversion, bool, error) {
+	now := s.now()
+	if err := s.validate(&in, now); err != nil {
+		return Conversion{}, false, err
+	}
+	click, err := s.attribute(ctx, advertiserID, in, now)
+	if err != nil {
+		return Conversion{}, false, err
+	}
+	t, err := s.terms(ctx, advertiserID, click)
+	if err != nil {
+		return Conversion{}, false, err
+	}
+	// A repeat answers with the first conversion even if this request would now be refused
+	// (occurred_at defaulted to a later now, a window shortened since, another currency...).
+	firstOr := func(err error) (Conversion, bool, error) {
+		if first, ferr := s.byExternalID(ctx, s.db, click.ProgramID, in.ExternalID); ferr == nil {
+			return first, false, nil
+		}
+		return Conversion{}, false, err
+	}
+	c, err := s.build(in, click, t, now)
+	if err != nil {
+		return firstOr(err)
+	}
+	created := true
+	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO conversions (id, program_id, advertiser_id, affiliate_id,
+			partnership_id, link_id, click_id, promotion_id, sub1, clicked_at, external_id, type, amount,
+			currency, occurred_at, metadata, source, created_at)
+			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			ON CONFLICT (program_id, external_id) DO NOTHING`,
+			c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
+			c.Sub1, c.ClickedAt, c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source, c.CreatedAt)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
+			// A data exception: the only input not checked field by field is the metadata
+			// (e.g. a number beyond what Postgres numeric holds).
+			return invalid("metadata", "cannot be stored: %s", pgErr.Message)
+		}
+		if err != nil {
+			return fmt.Errorf("insert conversion: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			// A concurrent twin committed first (the insert waited for it): read its row.
+			created = false
+			c, err = s.byExternalID(ctx, tx, c.ProgramID, c.ExternalID)
+			return err
+		}
+		m := c.Commission
+		if _, err := tx.Exec(ctx, `INSERT INTO commissions (id, conversion_id, program_id, advertiser_id,
+			affiliate_id, occurred_at, amount, currency, rule_type, rule_value, status, hold_until, version,
+			created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+			m.ID, m.ConversionID, m.ProgramID, m.AdvertiserID, m.AffiliateID, m.OccurredAt, m.Amount, m.Currency,
+			m.RuleType, m.RuleValue, m.Status, m.HoldUntil, m.Version, m.CreatedAt); err != nil {
+			return fmt.Errorf("insert commission: %w", err)
+		}
+		return emit(ctx, tx, c, "")
+	})
+	var inv *InvalidError
+	if errors.As(err, &inv) {
+		return firstOr(inv)
+	}
+	if err != nil {
+		return Conversion{}, false, fmt.Errorf("register conversion: %w", err)
+	}
+	return c, created, nil
+}
+
+// validate checks the input that needs no lookup and fills the defaults.
+func (s *Service) validate(in *NewConversion, now time.Time) error {
+	switch {
+	case !ids.Valid(ids.Click, in.ClickID):
+		return invalid("click_id", "must be the click id (clk_...) passed to the landing page")
+	case in.ExternalID == "" || utf8.RuneCountInString(in.ExternalID) > 255 || !storable(in.ExternalID):
+		return invalid("external_id", "must be 1 to 255 characters of UTF-8 text")
+	}
+	if in.Type == "" {
+		in.Type = TypeSale
+	}
+	if !slices.Contains(Types, in.Type) {
+		return invalid("type", "must be one of %v", Types)
+	}
+	if in.Currency != "" && !money.ValidCurrency(in.Currency) {
+		return invalid("currency", "must be an ISO 4217 code in upper case")
+	}
+	if in.Amount == "" {
+		in.Amount = "0"
+	}
+	if in.OccurredAt.IsZero() {
+		in.OccurredAt = now
+	}
+	in.OccurredAt = in.OccurredAt.UTC()
+	if in.OccurredAt.After(now.Add(s.skew)) {
+		return invalid("occurred_at", "is in the future")
+	}
+	if len(in.Metadata) == 0 {
+		in.Metadata = json.RawMessage(`{}`)
+	}
+	if len(in.Metadata) > MaxMetadata {
+		return invalid("metadata", "must be at most %d bytes of JSON", MaxMetadata)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(in.Metadata, &obj); err != nil || obj == nil || !utf8.Valid(in.Metadata) {
+		return invalid("metadata", "must be a JSON object")
+	}
+	if in.Source == "" {
+		in.Source = SourceAPI
+	}
+	return nil
+}
+
+// attribute finds the click and checks it may be credited by this advertiser. A click of
+// another advertiser is "unknown": saying more would tell one advertiser about another's
+// traffic.
+func (s *Service) attribute(ctx context.Context, advertiserID string, in NewConversion, now time.Time) (Click, error) {
+	click, err := s.clicks.FindClick(ctx, in.ClickID)
+	switch {
+	case errors.Is(err, ErrClickNotFound):
+		if made, ok := ids.Time(in.ClickID); ok && now.Sub(made) < s.lag && made.Sub(now) < s.skew {
+			return Click{}, ErrClickNotReady
+		}
+		return Click{}, fmt.Errorf("%w: no click %s", ErrUnknownClick, in.ClickID)
+	case err != nil:
+		return Click{}, fmt.Errorf("%w: %w", ErrAttributionUnavailable, err)
+	case click.AdvertiserID != advertiserID, in.ProgramID != "" && click.ProgramID != in.ProgramID:
+		return Click{}, fmt.Errorf("%w: no click %s", ErrUnknownClick, in.ClickID)
+	}
+	return click, nil
+}
+
+// terms reads the program of the click and the partnership's override, if any.
+func (s *Service) terms(ctx context.Context, advertiserID string, click Click) (terms, error) {
+	var t terms
+	var ptnID, ptnType *string
+	var ptnValue *int64
+	err := s.db.QueryRow(ctx, `SELECT p.currency, p.attribution_window_days, p.hold_days, p.commission_type,
+		p.commission_value, pt.id, pt.commission_type, pt.commission_value
+		FROM programs p LEFT JOIN partnerships pt ON pt.program_id = p.id AND pt.affiliate_id = $3
+		WHERE p.id = $1 AND p.advertiser_id = $2`, click.ProgramID, advertiserID, click.AffiliateID).
+		Scan(&t.currency, &t.windowDays, &t.holdDays, &t.ruleType, &t.ruleValue, &ptnID, &ptnType, &ptnValue)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return terms{}, fmt.Errorf("%w: the program of click %s no longer exists", ErrUnknownClick, click.ID)
+	}
+	if err != nil {
+		return terms{}, fmt.Errorf("read program %s: %w", click.ProgramID, err)
+	}
+	if ptnID != nil {
+		t.partnershipID = *ptnID
+	}
+	if ptnType != nil && ptnValue != nil {
+		t.ruleType, t.ruleValue = *ptnType, *ptnValue
+	}
+	return t, nil
+}
+
+// build checks the conversion against the click and the terms and computes its commission.
+func (s *Service) build(in NewConversion, click Click, t terms, now time.Time) (Conversion, error) {
+	// ClickHouse keeps the click time truncated to the second, so a conversion in the
+	// click's own second is never taken for one before it.
+	if in.OccurredAt.Before(click.OccurredAt) {
+		return Conversion{}, fmt.Errorf("%w: the conversion occurred before the click (%s)", ErrClickExpired, click.OccurredAt.Format(time.RFC3339))
+	}
+	if in.OccurredAt.Sub(click.OccurredAt) > time.Duration(t.windowDays)*24*time.Hour {
+		return Conversion{}, fmt.Errorf("%w: the click was at %s and the window is %d days",
+			ErrClickExpired, click.OccurredAt.Format(time.RFC3339), t.windowDays)
+	}
+	if in.Currency != "" && in.Currency != t.currency {
+		return Conversion{}, fmt.Errorf("%w: the program pays in %s, the conversion says %s", ErrCurrencyMismatch, t.currency, in.Currency)
+	}
+	amount, err := money.Parse(in.Amount, t.currency)
+	if err != nil {
+		return Conversion{}, invalid("amount", "must be a non-negative decimal with at most %d decimals for %s", money.Exponent(t.currency), t.currency)
+	}
+	commission, err := commissionAmount(t.ruleType, t.ruleValue, amount)
+	if err != nil {
+		return Conversion{}, err
+	}
+	c := Conversion{
+		ID: ids.New(ids.Conversion), ProgramID: click.ProgramID, AdvertiserID: click.AdvertiserID,
+		AffiliateID: click.AffiliateID, PartnershipID: t.partnershipID, LinkID: click.LinkID, ClickID: click.ID,
+		PromotionID: click.PromotionID, Sub1: sanitize(click.Sub1), ClickedAt: click.OccurredAt, ExternalID: in.ExternalID,
+		Type: in.Type, Amount: amount, Currency: t.currency, OccurredAt: in.OccurredAt, Metadata: in.Metadata,
+		Source: in.Source, CreatedAt: now,
+	}
+	c.Commission = Commission{
+		ID: ids.New(ids.Commission), ConversionID: c.ID, ProgramID: c.ProgramID, AdvertiserID: c.AdvertiserID,
+		AffiliateID: c.AffiliateID, OccurredAt: c.OccurredAt, Amount: commission, Currency: t.currency,
+		RuleType: t.ruleType, RuleValue: t.ruleValue, Status: Pending, Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	if t.holdDays != nil {
+		h := now.Add(time.Duration(*t.holdDays) * 24 * time.Hour)
+		c.Commission.HoldUntil = &h
+	}
+	return c, nil
+}
+
+// storable reports whether Postgres takes s as text: UTF-8 without NUL.
+func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
+// sanitize makes text that came from elsewhere (the click's query string) storable.
+func sanitize(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func (s *Service) byExternalID(ctx context.Context, q querier, programID, externalID string) (Conversion, error) {
+	c, err := scanConversion(q.QueryRow(ctx, `SELECT `+conversionColumns+` FROM conversions v
+		JOIN commissions c ON c.conversion_id = v.id WHERE v.program_id = $1 AND v.external_id = $2`, programID, externalID))
+	if err != nil {
+		return Conversion{}, fmt.Errorf("read conversion %s of program %s: %w", externalID, programID, err)
+	}
+	return c, nil
+}
+
+// Get returns one conversion the viewer may see.
+func (s *Service) Get(ctx context.Context, v Viewer, id string) (Conversion, error) {
+	c, err := scanConversion(s.db.QueryRow(ctx, `SELECT `+conversionColumns+` FROM conversions v
+		JOIN commissions c ON c.conversion_id = v.id WHERE v.id = $1 AND v.`+v.column()+` = $2`, id, v.CompanyID))
+	if err != nil {
+		return Conversion{}, fmt.Errorf("read conversion %s: %w", id, err)
+	}
+	return c, nil
+}
+
+const conversionColumns = `v.id, v.program_id, v.advertiser_id, v.affiliate_id, COALESCE(v.partnership_id, ''),
+	v.link_id, v.click_id, v.promotion_id, v.sub1, v.clicked_at, v.external_id, v.type, v.amount, v.currency,
+	v.occurred_at, v.metadata, v.source, v.created_at, ` + commissionColumns
+
+func scanConversion(row pgx.Row) (Conversion, error) {
+	var c Conversion
+	var meta []byte
+	dst := append([]any{&c.ID, &c.ProgramID, &c.AdvertiserID, &c.AffiliateID, &c.PartnershipID, &c.LinkID,
+		&c.ClickID, &c.PromotionID, &c.Sub1, &c.ClickedAt, &c.ExternalID, &c.Type, &c.Amount, &c.Currency,
+		&c.OccurredAt, &meta, &c.Source, &c.CreatedAt}, c.Commission.targets()...)
+	if err := row.Scan(dst...); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Conversion{}, ErrNotFound
+		}
+		return Conversion{}, err
+	}
+	c.Metadata = meta
+	c.ClickedAt, c.OccurredAt, c.CreatedAt = c.ClickedAt.UTC(), c.OccurredAt.UTC(), c.CreatedAt.UTC()
+	c.Commission.utc()
+	return c, nil
+}

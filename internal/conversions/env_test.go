@@ -1,0 +1,218 @@
+package conversions_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
+	"github.com/partnerstream/partnerstream/internal/store/pgstore"
+	"github.com/partnerstream/partnerstream/internal/testenv"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// clock is a settable clock for the service.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// env is a migrated Postgres and ClickHouse with an advertiser, an affiliate, a program in
+// EUR (10 % commission, 30-day window, no hold) and their approved partnership.
+type env struct {
+	db      *pgxpool.Pool
+	ch      driver.Conn
+	chDB    string
+	svc     *conversions.Service
+	clock   *clock
+	ids     *identity.Store
+	adv     string // advertiser company id
+	aff     string // affiliate company id
+	program string
+	ptn     string
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	ctx := context.Background()
+	url := testenv.Postgres(t)
+	if err := pgstore.Migrate(ctx, url, quiet); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	addr, chDB := testenv.ClickHouse(t)
+	ch, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: chDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	if err := chstore.Migrate(ctx, ch, chDB, quiet); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{db: db, ch: ch, chDB: chDB, ids: identity.NewStore(db), clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
+	e.svc = conversions.New(db, conversions.NewClickHouseClicks(ch, chDB), conversions.Options{Now: e.clock.Now})
+	e.adv = e.company(t, identity.Advertiser)
+	e.aff = e.company(t, identity.Affiliate)
+	e.program = e.newProgram(t, e.adv, "EUR", "percent", 1000, nil)
+	e.ptn = e.partner(t, e.program, e.aff, "", 0)
+	return e
+}
+
+func (e *env) company(t testing.TB, kind string) string {
+	t.Helper()
+	co, _, err := e.ids.CreateCompany(context.Background(), identity.NewCompany{Kind: kind, Name: kind, OwnerEmail: ids.New("usr") + "@example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return co.ID
+}
+
+// newProgram inserts a program directly (internal/programs owns the real routes).
+func (e *env) newProgram(t testing.TB, advertiser, currency, rule string, value int64, holdDays *int) string {
+	t.Helper()
+	id := ids.New(ids.Program)
+	if _, err := e.db.Exec(context.Background(), `INSERT INTO programs (id, advertiser_id, name, landing_url, currency,
+		commission_type, commission_value, attribution_window_days, hold_days) VALUES ($1, $2, 'p', 'https://shop.example/', $3, $4, $5, 30, $6)`,
+		id, advertiser, currency, rule, value, holdDays); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// partner approves affiliate in program, with a commission override when rule is set.
+func (e *env) partner(t testing.TB, program, affiliate, rule string, value int64) string {
+	t.Helper()
+	id := ids.New(ids.Partnership)
+	var r, v any
+	if rule != "" {
+		r, v = rule, value
+	}
+	if _, err := e.db.Exec(context.Background(), `INSERT INTO partnerships (id, program_id, affiliate_id, advertiser_id, status,
+		commission_type, commission_value) SELECT $1, $2, $3, advertiser_id, 'approved', $4, $5 FROM programs WHERE id = $2`,
+		id, program, affiliate, r, v); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// click records a click in ClickHouse the way ingest does, and returns its id.
+func (e *env) click(t testing.TB, program, affiliate string, at time.Time) string {
+	t.Helper()
+	return e.clicks(t, program, affiliate, at, 1)[0]
+}
+
+// clicks records n clicks in one batch.
+func (e *env) clicks(t testing.TB, program, affiliate string, at time.Time, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var advertiser string
+	if err := e.db.QueryRow(ctx, `SELECT advertiser_id FROM programs WHERE id = $1`, program).Scan(&advertiser); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := e.ch.PrepareBatch(ctx, "INSERT INTO "+e.chDB+`.clicks (click_id, occurred_at, link_id,
+		program_id, affiliate_id, advertiser_id, promotion_id, sub1, sub2, sub3, sub4, sub5, ip,
+		user_agent, referrer, country, is_bot, is_duplicate, kafka_partition, kafka_offset)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = batch.Close() }()
+	made := make([]string, n)
+	for i := range made {
+		id := ids.New(ids.Click)
+		if err := batch.Append(id, at, "lnk_"+id[4:], program, affiliate, advertiser, "", "newsletter", "", "", "", "",
+			"203.0.113.7", "Mozilla/5.0", "", "ES", uint8(0), uint8(0), int32(0), int64(i)); err != nil {
+			t.Fatal(err)
+		}
+		made[i] = id
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	return made
+}
+
+// register reports a sale of amount EUR an hour after a fresh click.
+func (e *env) register(t testing.TB, externalID, amount string) conversions.Conversion {
+	t.Helper()
+	now := e.clock.Now()
+	clk := e.click(t, e.program, e.aff, now.Add(-time.Hour))
+	c, created, err := e.svc.Register(context.Background(), e.adv, conversions.NewConversion{
+		ClickID: clk, ExternalID: externalID, Amount: amount, Currency: "EUR", OccurredAt: now.Add(-time.Minute)})
+	if err != nil || !created {
+		t.Fatalf("Register: %v (created %v)", err, created)
+	}
+	return c
+}
+
+// outboxEvent is one outbox row, decoded.
+type outboxEvent struct {
+	aggregate string
+	envelope  events.Envelope
+	data      events.ConversionData
+}
+
+// outboxFor returns the outbox rows of an aggregate in publication order.
+func (e *env) outboxFor(t testing.TB, aggregate string) []outboxEvent {
+	t.Helper()
+	rows, err := e.db.Query(context.Background(), `SELECT aggregate_id, envelope FROM outbox WHERE aggregate_id = $1 ORDER BY id`, aggregate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []outboxEvent
+	for rows.Next() {
+		var ev outboxEvent
+		var raw []byte
+		if err := rows.Scan(&ev.aggregate, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &ev.envelope); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(ev.envelope.Data, &ev.data); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (e *env) count(t testing.TB, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -1,0 +1,387 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/page"
+)
+
+// ConversionService is what the conversion and commission routes need (conversions.Service).
+type ConversionService interface {
+	Register(ctx context.Context, advertiserID string, in conversions.NewConversion) (conversions.Conversion, bool, error)
+	Get(ctx context.Context, v conversions.Viewer, id string) (conversions.Conversion, error)
+	List(ctx context.Context, v conversions.Viewer, f conversions.Filter, p page.Request) ([]conversions.Conversion, string, error)
+	Commissions(ctx context.Context, v conversions.Viewer, f conversions.Filter, p page.Request) ([]conversions.Commission, string, error)
+	ChangeStatus(ctx context.Context, advertiserID, conversionID, to, reason string) (conversions.Conversion, error)
+	ApproveMany(ctx context.Context, advertiserID string, conversionIDs []string) ([]conversions.Conversion, error)
+}
+
+// conversionsRetryAfter is the Retry-After of a click that ingestion has not recorded yet.
+const conversionsRetryAfter = "2"
+
+// MountConversions adds the conversion and commission routes: registering, reading and
+// deciding in /api/v1, reading commissions in the partner API, and the dashboard's lists and
+// decisions (with bulk approval). Advertisers see their programs' conversions; affiliates
+// see their own (without the advertiser's metadata).
+func (s *Server) MountConversions(svc ConversionService) {
+	register := func(c *fiber.Ctx) error {
+		var in conversionInput
+		if err := DecodeJSON(c, &in); err != nil {
+			return err
+		}
+		nc, err := in.toNew()
+		if err != nil {
+			return err
+		}
+		conv, created, err := svc.Register(c.UserContext(), Caller(c).CompanyID, nc)
+		if err != nil {
+			return conversionsProblem(c, err)
+		}
+		status := fiber.StatusOK
+		if created {
+			status = fiber.StatusCreated
+		}
+		c.Location("/api/v1/conversions/" + conv.ID)
+		return c.Status(status).JSON(conversionView(conv, true))
+	}
+	list := func(c *fiber.Ctx) error {
+		f, p, err := conversionsQuery(c)
+		if err != nil {
+			return err
+		}
+		v := conversionsViewer(c)
+		list, next, err := svc.List(c.UserContext(), v, f, p)
+		if err != nil {
+			return conversionsProblem(c, err)
+		}
+		out := make([]conversionJSON, len(list))
+		for i, conv := range list {
+			out[i] = conversionView(conv, !v.Affiliate)
+		}
+		return c.JSON(page.List[conversionJSON]{Data: out, NextCursor: next})
+	}
+	get := func(c *fiber.Ctx) error {
+		id := c.Params("id")
+		if !ids.Valid(ids.Conversion, id) {
+			return NewProblem(fiber.StatusNotFound, "not_found", "no such conversion")
+		}
+		v := conversionsViewer(c)
+		conv, err := svc.Get(c.UserContext(), v, id)
+		if err != nil {
+			return conversionsProblem(c, err)
+		}
+		return c.JSON(conversionView(conv, !v.Affiliate))
+	}
+	commissions := func(c *fiber.Ctx) error {
+		f, p, err := conversionsQuery(c)
+		if err != nil {
+			return err
+		}
+		list, next, err := svc.Commissions(c.UserContext(), conversionsViewer(c), f, p)
+		if err != nil {
+			return conversionsProblem(c, err)
+		}
+		out := make([]commissionJSON, len(list))
+		for i, m := range list {
+			out[i] = commissionView(m)
+		}
+		return c.JSON(page.List[commissionJSON]{Data: out, NextCursor: next})
+	}
+	change := func(to string) fiber.Handler {
+		return s.Idempotent(func(c *fiber.Ctx) error {
+			id := c.Params("id")
+			if !ids.Valid(ids.Conversion, id) {
+				return NewProblem(fiber.StatusNotFound, "not_found", "no such conversion")
+			}
+			var in struct {
+				Reason string `json:"reason"`
+			}
+			if len(bytes.TrimSpace(c.Body())) > 0 {
+				if err := DecodeJSON(c, &in); err != nil {
+					return err
+				}
+			}
+			conv, err := svc.ChangeStatus(c.UserContext(), Caller(c).CompanyID, id, to, strings.TrimSpace(in.Reason))
+			if err != nil {
+				return conversionsProblem(c, err)
+			}
+			return c.JSON(conversionView(conv, true))
+		})
+	}
+	bulk := s.Idempotent(func(c *fiber.Ctx) error {
+		var in struct {
+			IDs []string `json:"ids"`
+		}
+		if err := DecodeJSON(c, &in); err != nil {
+			return err
+		}
+		list, err := svc.ApproveMany(c.UserContext(), Caller(c).CompanyID, in.IDs)
+		if err != nil {
+			return conversionsProblem(c, err)
+		}
+		out := make([]conversionJSON, len(list))
+		for i, conv := range list {
+			out[i] = conversionView(conv, true)
+		}
+		return c.JSON(fiber.Map{"data": out})
+	})
+
+	s.app.Post("/api/v1/conversions", conversionsAdvertiserOnly, s.Idempotent(register))
+	s.app.Get("/api/v1/conversions", list)
+	s.app.Get("/api/v1/conversions/:id", get)
+	s.app.Get("/api/v1/commissions", commissions)
+	s.app.Get("/api/partner-api/commissions", commissions)
+	s.app.Get("/api/conversions", list)
+	s.app.Get("/api/conversions/:id", get)
+	s.app.Get("/api/commissions", commissions)
+	s.app.Post("/api/conversions/approve", conversionsAdvertiserOnly, bulk)
+	for action, to := range map[string]string{"approve": conversions.Approved, "reject": conversions.Rejected, "reverse": conversions.Reversed} {
+		s.app.Post("/api/v1/conversions/:id/"+action, conversionsAdvertiserOnly, change(to))
+		s.app.Post("/api/conversions/:id/"+action, conversionsAdvertiserOnly, change(to))
+	}
+}
+
+// conversionsAdvertiserOnly guards the routes that register or decide: an affiliate reads.
+func conversionsAdvertiserOnly(c *fiber.Ctx) error {
+	if Caller(c).CompanyKind != identity.Advertiser {
+		return NewProblem(fiber.StatusForbidden, "advertiser_only", "only the advertiser of a program registers and decides its conversions and payouts")
+	}
+	return c.Next()
+}
+
+func conversionsViewer(c *fiber.Ctx) conversions.Viewer {
+	p := Caller(c)
+	return conversions.Viewer{CompanyID: p.CompanyID, Affiliate: p.CompanyKind == identity.Affiliate}
+}
+
+// conversionInput is the body of POST /api/v1/conversions.
+type conversionInput struct {
+	ClickID    string          `json:"click_id"`
+	ExternalID string          `json:"external_id"`
+	Type       string          `json:"type"`
+	Amount     decimalInput    `json:"amount"`
+	Currency   string          `json:"currency"`
+	OccurredAt string          `json:"occurred_at"`
+	Metadata   json.RawMessage `json:"metadata"`
+}
+
+func (in conversionInput) toNew() (conversions.NewConversion, error) {
+	at, err := conversionsTime("occurred_at", in.OccurredAt, false)
+	if err != nil {
+		return conversions.NewConversion{}, err
+	}
+	meta := in.Metadata
+	if string(meta) == "null" {
+		meta = nil
+	}
+	return conversions.NewConversion{ClickID: in.ClickID, ExternalID: in.ExternalID, Type: in.Type, Amount: string(in.Amount),
+		Currency: in.Currency, OccurredAt: at, Metadata: meta}, nil
+}
+
+// decimalInput takes an amount as a decimal string ("42.50") or a JSON number (42.5), keeping
+// its digits as written: it is parsed exactly later, never through a float.
+type decimalInput string
+
+func (d *decimalInput) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*d = decimalInput(s)
+		return nil
+	}
+	if string(b) == "null" {
+		return nil
+	}
+	*d = decimalInput(b)
+	return nil
+}
+
+// conversionsTime reads an RFC 3339 time, or a date (midnight UTC) when dates is true.
+func conversionsTime(field, s string, dates bool) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC(), nil
+	}
+	if dates {
+		if t, err := time.Parse(time.DateOnly, s); err == nil {
+			return t, nil
+		}
+		return time.Time{}, Invalid(FieldError{Field: field, Message: "must be an RFC 3339 time (2026-03-14T15:09:26Z) or a date (2026-03-14)"})
+	}
+	return time.Time{}, Invalid(FieldError{Field: field, Message: "must be an RFC 3339 time such as 2026-03-14T15:09:26Z"})
+}
+
+// conversionsQuery reads the list filters and the page.
+func conversionsQuery(c *fiber.Ctx) (conversions.Filter, page.Request, error) {
+	p, err := PageRequest(c)
+	if err != nil {
+		return conversions.Filter{}, p, err
+	}
+	f := conversions.Filter{Status: c.Query("status"), ProgramID: c.Query("program_id"), AffiliateID: c.Query("affiliate_id"), PayoutID: c.Query("payout_id")}
+	var errs []FieldError
+	if f.Status != "" && !slices.Contains(conversions.Statuses, f.Status) {
+		errs = append(errs, FieldError{Field: "status", Message: "must be one of " + strings.Join(conversions.Statuses, ", ")})
+	}
+	for _, q := range []struct{ field, prefix, v string }{
+		{"program_id", ids.Program, f.ProgramID}, {"affiliate_id", ids.Company, f.AffiliateID}, {"payout_id", ids.Payout, f.PayoutID},
+	} {
+		if q.v != "" && !ids.Valid(q.prefix, q.v) {
+			errs = append(errs, FieldError{Field: q.field, Message: "must be an id starting with " + q.prefix + "_"})
+		}
+	}
+	for _, q := range []struct {
+		field string
+		dst   *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		t, err := conversionsTime(q.field, c.Query(q.field), true)
+		if err != nil {
+			errs = append(errs, FieldError{Field: q.field, Message: "must be an RFC 3339 time or a date"})
+		}
+		*q.dst = t
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.To.After(f.From) {
+		errs = append(errs, FieldError{Field: "to", Message: "must be after from"})
+	}
+	if errs != nil {
+		return f, p, Invalid(errs...)
+	}
+	return f, p, nil
+}
+
+// conversionJSON is a conversion as the API shows it: amounts as decimal strings.
+type conversionJSON struct {
+	ID            string          `json:"id"`
+	ProgramID     string          `json:"program_id"`
+	AdvertiserID  string          `json:"advertiser_id"`
+	AffiliateID   string          `json:"affiliate_id"`
+	PartnershipID *string         `json:"partnership_id"`
+	LinkID        string          `json:"link_id"`
+	ClickID       string          `json:"click_id"`
+	PromotionID   *string         `json:"promotion_id"`
+	Sub1          string          `json:"sub1"`
+	ClickedAt     time.Time       `json:"clicked_at"`
+	ExternalID    string          `json:"external_id"`
+	Type          string          `json:"type"`
+	Amount        string          `json:"amount"`
+	Currency      string          `json:"currency"`
+	OccurredAt    time.Time       `json:"occurred_at"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	Source        string          `json:"source"`
+	CreatedAt     time.Time       `json:"created_at"`
+	Commission    commissionJSON  `json:"commission"`
+}
+
+type commissionJSON struct {
+	ID           string     `json:"id"`
+	ConversionID string     `json:"conversion_id"`
+	ProgramID    string     `json:"program_id"`
+	AdvertiserID string     `json:"advertiser_id"`
+	AffiliateID  string     `json:"affiliate_id"`
+	Amount       string     `json:"amount"`
+	Currency     string     `json:"currency"`
+	Status       string     `json:"status"`
+	Reason       string     `json:"reason"`
+	HoldUntil    *time.Time `json:"hold_until"`
+	PayoutID     *string    `json:"payout_id"`
+	OccurredAt   time.Time  `json:"occurred_at"`
+	Version      int64      `json:"version"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+}
+
+// conversionView shows a conversion; the metadata is the advertiser's and affiliates do not
+// see it.
+func conversionView(c conversions.Conversion, metadata bool) conversionJSON {
+	v := conversionJSON{ID: c.ID, ProgramID: c.ProgramID, AdvertiserID: c.AdvertiserID, AffiliateID: c.AffiliateID,
+		PartnershipID: conversionsNull(c.PartnershipID), LinkID: c.LinkID, ClickID: c.ClickID, PromotionID: conversionsNull(c.PromotionID),
+		Sub1: c.Sub1, ClickedAt: c.ClickedAt, ExternalID: c.ExternalID, Type: c.Type, Amount: money.Format(c.Amount, c.Currency),
+		Currency: c.Currency, OccurredAt: c.OccurredAt, Source: c.Source, CreatedAt: c.CreatedAt, Commission: commissionView(c.Commission)}
+	if metadata {
+		v.Metadata = c.Metadata
+	}
+	return v
+}
+
+func commissionView(m conversions.Commission) commissionJSON {
+	return commissionJSON{ID: m.ID, ConversionID: m.ConversionID, ProgramID: m.ProgramID, AdvertiserID: m.AdvertiserID,
+		AffiliateID: m.AffiliateID, Amount: money.Format(m.Amount, m.Currency), Currency: m.Currency, Status: m.Status,
+		Reason: m.Reason, HoldUntil: m.HoldUntil, PayoutID: conversionsNull(m.PayoutID), OccurredAt: m.OccurredAt,
+		Version: m.Version, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+}
+
+func conversionsNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// bulkFailureJSON is one entry of a failed bulk approval's "failures".
+type bulkFailureJSON struct {
+	ID      string   `json:"id"`
+	Code    string   `json:"code"`
+	Status  string   `json:"status,omitempty"`
+	Allowed []string `json:"allowed,omitempty"`
+}
+
+// conversionsProblem maps the conversions domain's errors (conversions, commissions, payouts,
+// postbacks) to problems; anything else stays a 500.
+func conversionsProblem(c *fiber.Ctx, err error) error {
+	var (
+		inv  *conversions.InvalidError
+		te   *conversions.TransitionError
+		bulk *conversions.BulkError
+	)
+	switch {
+	case errors.As(err, &inv):
+		return Invalid(FieldError{Field: inv.Field, Message: inv.Message})
+	case errors.As(err, &te):
+		return NewProblem(fiber.StatusConflict, "invalid_transition", te.Error()).With("current_status", te.From).With("allowed", nonNil(te.Allowed))
+	case errors.As(err, &bulk):
+		failures := make([]bulkFailureJSON, len(bulk.Failures))
+		for i, f := range bulk.Failures {
+			failures[i] = bulkFailureJSON{ID: f.ID, Code: f.Code, Status: f.Status, Allowed: f.Allowed}
+		}
+		return NewProblem(fiber.StatusConflict, "bulk_approval_failed", bulk.Error()).With("failures", failures)
+	case errors.Is(err, conversions.ErrNotFound):
+		return NewProblem(fiber.StatusNotFound, "not_found", "no such conversion, payout or program")
+	case errors.Is(err, conversions.ErrUnknownClick):
+		return NewProblem(fiber.StatusUnprocessableEntity, "unknown_click", "no click of yours has this click_id: send the value your landing page received in its click parameter (ps_click_id)")
+	case errors.Is(err, conversions.ErrClickExpired):
+		// The domain writes these two for the caller: times, window, currencies.
+		return NewProblem(fiber.StatusUnprocessableEntity, "click_expired", err.Error())
+	case errors.Is(err, conversions.ErrCurrencyMismatch):
+		return NewProblem(fiber.StatusUnprocessableEntity, "currency_mismatch", err.Error())
+	case errors.Is(err, conversions.ErrClickNotReady):
+		c.Set(fiber.HeaderRetryAfter, conversionsRetryAfter)
+		return NewProblem(fiber.StatusServiceUnavailable, "click_not_ready", "the click is seconds old and not recorded yet: retry shortly")
+	case errors.Is(err, conversions.ErrAttributionUnavailable):
+		c.Set(fiber.HeaderRetryAfter, "5")
+		return NewProblem(fiber.StatusServiceUnavailable, "attribution_unavailable", "clicks cannot be looked up right now: retry shortly")
+	case errors.Is(err, conversions.ErrInPayout):
+		return NewProblem(fiber.StatusConflict, "commission_in_payout", "the commission is in a pending payout: cancel the payout (or mark it failed) first")
+	case errors.Is(err, conversions.ErrPaidByPayout):
+		return NewProblem(fiber.StatusConflict, "invalid_transition", "a commission becomes paid only when its payout is marked paid")
+	case errors.Is(err, conversions.ErrNoCommissions):
+		return NewProblem(fiber.StatusUnprocessableEntity, "no_commissions", "no approved commission of this affiliate in this currency and period waits for a payout")
+	case errors.Is(err, conversions.ErrInvalidToken):
+		return NewProblem(fiber.StatusUnauthorized, "invalid_postback_token", "the postback token is malformed, unknown or was rotated")
+	}
+	return err
+}

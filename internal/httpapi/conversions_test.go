@@ -1,0 +1,591 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"sigs.k8s.io/yaml"
+
+	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
+	"github.com/partnerstream/partnerstream/internal/testenv"
+)
+
+// conversionsFixture is newFixture with the conversion, payout and postback routes mounted,
+// ClickHouse for attribution, and a program in EUR (10 %) with the affiliate approved in it.
+type conversionsFixture struct {
+	*fixture
+	svc     *conversions.Service
+	ch      driver.Conn
+	chDB    string
+	affID   string
+	program string
+}
+
+func newConversionsFixture(t testing.TB) *conversionsFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &conversionsFixture{fixture: newFixture(t)}
+	addr, db := testenv.ClickHouse(t)
+	ch, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	if err := chstore.Migrate(ctx, ch, db, quiet); err != nil {
+		t.Fatal(err)
+	}
+	f.ch, f.chDB = ch, db
+	f.svc = conversions.New(f.db, conversions.NewClickHouseClicks(ch, db), conversions.Options{})
+	f.srv.MountConversions(f.svc)
+	f.srv.MountPayouts(f.svc)
+	f.srv.MountConversionPostback(f.svc)
+	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.aff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.affID = rec.CompanyID
+	f.program = f.newProgram(t, f.advID, "EUR")
+	return f
+}
+
+// newProgram inserts a program (10 %) of advertiser with the fixture's affiliate approved.
+func (f *conversionsFixture) newProgram(t testing.TB, advertiser, currency string) string {
+	t.Helper()
+	id := ids.New(ids.Program)
+	ctx := context.Background()
+	if _, err := f.db.Exec(ctx, `INSERT INTO programs (id, advertiser_id, name, landing_url, currency, commission_type,
+		commission_value) VALUES ($1, $2, 'p', 'https://shop.example/', $3, 'percent', 1000)`, id, advertiser, currency); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(ctx, `INSERT INTO partnerships (id, program_id, affiliate_id, advertiser_id, status)
+		VALUES ($1, $2, $3, $4, 'approved')`, ids.New(ids.Partnership), id, f.affID, advertiser); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// clicks records n clicks of the program at a time, as ingest does.
+func (f *conversionsFixture) clicks(t testing.TB, program string, at time.Time, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var advertiser string
+	if err := f.db.QueryRow(ctx, `SELECT advertiser_id FROM programs WHERE id = $1`, program).Scan(&advertiser); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := f.ch.PrepareBatch(ctx, "INSERT INTO "+f.chDB+`.clicks (click_id, occurred_at, link_id, program_id,
+		affiliate_id, advertiser_id, promotion_id, sub1, sub2, sub3, sub4, sub5, ip, user_agent, referrer, country,
+		is_bot, is_duplicate, kafka_partition, kafka_offset)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = batch.Close() }()
+	out := make([]string, n)
+	for i := range out {
+		out[i] = ids.New(ids.Click)
+		if err := batch.Append(out[i], at, ids.New(ids.Link), program, f.affID, advertiser, "", "", "", "", "", "",
+			"203.0.113.7", "Mozilla/5.0", "", "ES", uint8(0), uint8(0), int32(0), int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (f *conversionsFixture) click(t testing.TB) string {
+	t.Helper()
+	return f.clicks(t, f.program, time.Now().Add(-time.Hour), 1)[0]
+}
+
+// dashboard returns the headers of a dashboard session of the kind's owner (or role).
+func (f *conversionsFixture) dashboard(t *testing.T, kind, role string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	u, err := f.ids.UserByEmail(ctx, kind+"@example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := f.sessions.Issue(ctx, session.Subject{UserID: u.ID, CompanyID: u.CompanyID, CompanyKind: kind, Role: role, Locale: "en"}, session.Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"Authorization": "Bearer " + tok.Access}
+}
+
+// register posts a sale of amount EUR for a fresh click and returns the conversion.
+func (f *conversionsFixture) register(t *testing.T, externalID, amount string) map[string]any {
+	t.Helper()
+	r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": f.adv},
+		fmt.Sprintf(`{"click_id": %q, "external_id": %q, "amount": %q, "currency": "EUR", "metadata": {"coupon": "SPRING"}}`, f.click(t), externalID, amount))
+	if r.status != 201 {
+		t.Fatalf("register: %d %s", r.status, r.raw)
+	}
+	return r.body
+}
+
+func commissionOf(body map[string]any) map[string]any { return body["commission"].(map[string]any) }
+
+func TestRegisteringConversionsOverHTTP(t *testing.T) {
+	f := newConversionsFixture(t)
+	adv := map[string]string{"x-api-key": f.adv}
+	clk := f.click(t)
+	body := fmt.Sprintf(`{"click_id": %q, "external_id": "order-1", "type": "sale", "amount": "42.50", "currency": "EUR",
+		"occurred_at": %q, "metadata": {"coupon": "SPRING"}}`, clk, time.Now().UTC().Format(time.RFC3339))
+	first := f.do(t, "POST", "/api/v1/conversions", adv, body)
+	if first.status != 201 || first.body["amount"] != "42.50" || first.body["currency"] != "EUR" ||
+		commissionOf(first.body)["amount"] != "4.25" || commissionOf(first.body)["status"] != "pending" ||
+		first.header.Get("Location") != "/api/v1/conversions/"+first.body["id"].(string) {
+		t.Fatalf("first: %d %s", first.status, first.raw)
+	}
+	repeat := f.do(t, "POST", "/api/v1/conversions", adv, strings.Replace(body, "42.50", "99.00", 1))
+	if repeat.status != 200 || repeat.body["id"] != first.body["id"] || repeat.body["amount"] != "42.50" {
+		t.Fatalf("repeat: %d %s", repeat.status, repeat.raw)
+	}
+	// A JSON number is read exactly, never through a float.
+	num := f.do(t, "POST", "/api/v1/conversions", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "n", "amount": 0.3}`, f.click(t)))
+	if num.status != 201 || num.body["amount"] != "0.30" || commissionOf(num.body)["amount"] != "0.03" {
+		t.Fatalf("a number amount: %d %s", num.status, num.raw)
+	}
+
+	other := f.newProgram(t, f.advID, "USD")
+	young := ids.New(ids.Click)
+	cases := []struct {
+		name    string
+		headers map[string]string
+		body    string
+		status  int
+		code    string
+	}{
+		{"an affiliate key cannot register", map[string]string{"x-api-key": f.aff}, fmt.Sprintf(`{"click_id": %q, "external_id": "x"}`, clk), 403, "advertiser_only"},
+		{"a missing click id is invalid", adv, `{"external_id": "x"}`, 400, "validation_failed"},
+		{"an unknown field is refused", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "amout": "1"}`, clk), 400, "invalid_json"},
+		{"a bad occurred_at is invalid", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "occurred_at": "yesterday"}`, clk), 400, "validation_failed"},
+		{"three decimals in EUR are invalid", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "amount": "1.005"}`, f.click(t)), 400, "validation_failed"},
+		{"a malformed click id is invalid", adv, `{"click_id": "clk_123", "external_id": "x"}`, 400, "validation_failed"},
+		{"a click from before the conversion's window is expired", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "occurred_at": %q}`,
+			f.clicks(t, f.program, time.Now().Add(-40*24*time.Hour), 1)[0], time.Now().UTC().Format(time.RFC3339)), 422, "click_expired"},
+		{"a currency other than the program's is refused", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "currency": "USD"}`, f.click(t)), 422, "currency_mismatch"},
+		{"a click of another program keeps its currency", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "currency": "USD", "amount": "1"}`,
+			f.clicks(t, other, time.Now().Add(-time.Minute), 1)[0]), 201, ""},
+		{"a click seconds old that ingest has not written is not ready", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x"}`, young), 503, "click_not_ready"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := f.do(t, "POST", "/api/v1/conversions", c.headers, c.body)
+			if r.status != c.status || (c.code != "" && r.body["code"] != c.code) {
+				t.Fatalf("%d %s, want %d %s", r.status, r.raw, c.status, c.code)
+			}
+			if c.code == "click_not_ready" && r.header.Get("Retry-After") != "2" {
+				t.Fatalf("Retry-After %q, want 2", r.header.Get("Retry-After"))
+			}
+		})
+	}
+	// The all-zero id is well formed but its UUID is not a v7: a plain unknown click.
+	zero := "clk_" + strings.Repeat("0", 22) + "7000"
+	if r := f.do(t, "POST", "/api/v1/conversions", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "z"}`, zero)); r.status != 422 || r.body["code"] != "unknown_click" {
+		t.Fatalf("unknown click: %d %s", r.status, r.raw)
+	}
+	// Another advertiser's key cannot use our click: unknown, not forbidden.
+	if r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": f.otherAdvertiserKey(t)},
+		fmt.Sprintf(`{"click_id": %q, "external_id": "theirs"}`, f.click(t))); r.status != 422 || r.body["code"] != "unknown_click" {
+		t.Fatalf("another advertiser's click: %d %s", r.status, r.raw)
+	}
+}
+
+// otherAdvertiserKey makes a second advertiser and returns its API key.
+func (f *conversionsFixture) otherAdvertiserKey(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	co, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: identity.Advertiser, Name: "other", OwnerEmail: ids.New("usr") + "@example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := f.ids.CreateAPIKey(ctx, co.ID, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+func TestTwentyConcurrentIdenticalRequestsMakeOneConversion(t *testing.T) {
+	f := newConversionsFixture(t)
+	base := f.serve(t)
+	body := fmt.Sprintf(`{"click_id": %q, "external_id": "order-42", "amount": "42.50"}`, f.click(t))
+	var wg sync.WaitGroup
+	statuses := make([]int, 20)
+	bodies := make([]map[string]any, 20)
+	start := make(chan struct{})
+	for i := range statuses {
+		wg.Go(func() {
+			<-start
+			statuses[i], bodies[i] = f.post(base, f.adv, body)
+		})
+	}
+	close(start)
+	wg.Wait()
+	created := 0
+	for i, s := range statuses {
+		switch {
+		case s == 201:
+			created++
+		case s != 200:
+			t.Fatalf("request %d: %d %v", i, s, bodies[i])
+		}
+		if bodies[i]["id"] != bodies[0]["id"] {
+			t.Fatalf("request %d answered %v, request 0 %v", i, bodies[i]["id"], bodies[0]["id"])
+		}
+	}
+	var rows, events int
+	_ = f.db.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM conversions), (SELECT count(*) FROM outbox)`).Scan(&rows, &events)
+	if created != 1 || rows != 1 || events != 2 {
+		t.Fatalf("%d created answers, %d rows, %d events; want 1, 1, 2", created, rows, events)
+	}
+}
+
+// serve runs the fixture's server on a loopback port and returns its base URL.
+func (f *conversionsFixture) serve(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = f.srv.Run(ctx) }()
+	addr, err := f.srv.Addr(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr
+}
+
+var conversionsClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 10 * time.Second}
+
+// post sends a conversion over real HTTP.
+func (f *conversionsFixture) post(base, key, body string) (int, map[string]any) {
+	req, _ := http.NewRequest("POST", base+"/api/v1/conversions", bytes.NewBufferString(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", key)
+	resp, err := conversionsClient.Do(req)
+	if err != nil {
+		return 0, map[string]any{"error": err.Error()}
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func TestDecidingAndReadingConversions(t *testing.T) {
+	f := newConversionsFixture(t)
+	adv := map[string]string{"x-api-key": f.adv}
+	aff := map[string]string{"x-api-key": f.aff}
+	dash := f.dashboard(t, "advertiser", "member")
+	a, b, c := f.register(t, "a", "10.00"), f.register(t, "b", "20.00"), f.register(t, "c", "30.00")
+	id := func(m map[string]any) string { return m["id"].(string) }
+
+	if r := f.do(t, "POST", "/api/v1/conversions/"+id(a)+"/approve", adv, ""); r.status != 200 || commissionOf(r.body)["status"] != "approved" ||
+		commissionOf(r.body)["version"] != float64(2) {
+		t.Fatalf("approve: %d %s", r.status, r.raw)
+	}
+	r := f.do(t, "POST", "/api/v1/conversions/"+id(a)+"/reject", adv, `{"reason": "late"}`)
+	if r.status != 409 || r.body["code"] != "invalid_transition" || r.body["current_status"] != "approved" ||
+		fmt.Sprint(r.body["allowed"]) != "[paid reversed]" {
+		t.Fatalf("reject an approved one: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "POST", "/api/conversions/"+id(b)+"/reject", dash, `{"reason": "returned"}`); r.status != 200 ||
+		commissionOf(r.body)["status"] != "rejected" || commissionOf(r.body)["reason"] != "returned" {
+		t.Fatalf("reject in the dashboard: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "POST", "/api/conversions/"+id(a)+"/reverse", dash, ""); r.status != 200 || commissionOf(r.body)["status"] != "reversed" {
+		t.Fatalf("reverse: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "POST", "/api/v1/conversions/"+id(c)+"/approve", aff, ""); r.status != 403 {
+		t.Fatalf("an affiliate approved: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "POST", "/api/v1/conversions/"+id(c)+"/approve", map[string]string{"x-api-key": f.otherAdvertiserKey(t)}, ""); r.status != 404 {
+		t.Fatalf("another advertiser approved: %d %s", r.status, r.raw)
+	}
+
+	// Bulk: all or nothing, with each failure named.
+	d := f.register(t, "d", "1.00")
+	r = f.do(t, "POST", "/api/conversions/approve", dash, fmt.Sprintf(`{"ids": [%q, %q, %q]}`, id(c), id(b), id(d)))
+	if r.status != 409 || r.body["code"] != "bulk_approval_failed" {
+		t.Fatalf("bulk with a rejected one: %d %s", r.status, r.raw)
+	}
+	failures := r.body["failures"].([]any)
+	if len(failures) != 1 || failures[0].(map[string]any)["id"] != id(b) || failures[0].(map[string]any)["status"] != "rejected" {
+		t.Fatalf("failures %v", failures)
+	}
+	r = f.do(t, "POST", "/api/conversions/approve", dash, fmt.Sprintf(`{"ids": [%q, %q]}`, id(c), id(d)))
+	if r.status != 200 || len(r.body["data"].([]any)) != 2 {
+		t.Fatalf("bulk: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "POST", "/api/conversions/approve", dash, `{"ids": []}`); r.status != 400 {
+		t.Fatalf("an empty bulk: %d %s", r.status, r.raw)
+	}
+
+	// Reading: filters, the affiliate's view without the advertiser's metadata.
+	list := f.do(t, "GET", "/api/v1/conversions?status=approved&program_id="+f.program, adv, "")
+	if got := listedIDs(list); list.status != 200 || !slices.Equal(got, []string{id(d), id(c)}) {
+		t.Fatalf("approved: %d %v", list.status, got)
+	}
+	mine := f.do(t, "GET", "/api/v1/conversions?limit=2", aff, "")
+	if mine.status != 200 || len(listedIDs(mine)) != 2 || mine.body["next_cursor"] == "" {
+		t.Fatalf("affiliate list: %d %s", mine.status, mine.raw)
+	}
+	if _, ok := mine.body["data"].([]any)[0].(map[string]any)["metadata"]; ok {
+		t.Fatal("the affiliate sees the advertiser's metadata")
+	}
+	next := f.do(t, "GET", "/api/v1/conversions?limit=2&cursor="+mine.body["next_cursor"].(string), aff, "")
+	if got := listedIDs(next); len(got) != 2 || slices.Contains(listedIDs(mine), got[0]) {
+		t.Fatalf("second page %v", got)
+	}
+	one := f.do(t, "GET", "/api/v1/conversions/"+id(a), adv, "")
+	if one.status != 200 || one.body["metadata"].(map[string]any)["coupon"] != "SPRING" {
+		t.Fatalf("get: %d %s", one.status, one.raw)
+	}
+	for path, want := range map[string][]string{
+		"/api/partner-api/commissions?status=rejected": {id(b)},
+		"/api/v1/commissions?status=reversed":          {id(a)},
+	} {
+		r := f.do(t, "GET", path, aff, "")
+		var got []string
+		for _, m := range r.body["data"].([]any) {
+			got = append(got, m.(map[string]any)["conversion_id"].(string))
+		}
+		if r.status != 200 || !slices.Equal(got, want) {
+			t.Fatalf("%s: %d %v, want %v", path, r.status, got, want)
+		}
+	}
+	if r := f.do(t, "GET", "/api/conversions", dash, ""); r.status != 200 || len(listedIDs(r)) != 4 {
+		t.Fatalf("dashboard list: %d %s", r.status, r.raw)
+	}
+	stranger := map[string]string{"x-api-key": f.otherAdvertiserKey(t)}
+	if r := f.do(t, "GET", "/api/v1/conversions/"+id(a), stranger, ""); r.status != 404 {
+		t.Fatalf("another advertiser read it: %d", r.status)
+	}
+	if r := f.do(t, "GET", "/api/v1/conversions", stranger, ""); r.status != 200 || len(listedIDs(r)) != 0 {
+		t.Fatalf("another advertiser lists %d", len(listedIDs(r)))
+	}
+	for _, q := range []string{"status=done", "program_id=42", "from=tomorrow", "from=2026-03-02&to=2026-03-01", "limit=500"} {
+		if r := f.do(t, "GET", "/api/v1/conversions?"+q, adv, ""); r.status != 400 {
+			t.Errorf("?%s: %d, want 400", q, r.status)
+		}
+	}
+	if r := f.do(t, "GET", "/api/v1/conversions/nope", adv, ""); r.status != 404 {
+		t.Fatalf("a malformed id: %d", r.status)
+	}
+}
+
+func listedIDs(r response) []string {
+	var out []string
+	data, _ := r.body["data"].([]any)
+	for _, x := range data {
+		out = append(out, x.(map[string]any)["id"].(string))
+	}
+	return out
+}
+
+func TestPayoutsThroughTheDashboard(t *testing.T) {
+	f := newConversionsFixture(t)
+	adv := f.dashboard(t, "advertiser", "member")
+	aff := f.dashboard(t, "affiliate", "member")
+	var convs []string
+	for _, amount := range []string{"10.01", "0.09", "99.99"} {
+		c := f.register(t, ids.New("ord"), amount)
+		if r := f.do(t, "POST", "/api/conversions/"+c["id"].(string)+"/approve", adv, ""); r.status != 200 {
+			t.Fatalf("approve: %d %s", r.status, r.raw)
+		}
+		convs = append(convs, c["id"].(string))
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	tomorrow := time.Now().UTC().Add(24 * time.Hour).Format(time.DateOnly)
+	body := fmt.Sprintf(`{"affiliate_id": %q, "currency": "EUR", "period_start": %q, "period_end": %q}`, f.affID, today, tomorrow)
+	if r := f.do(t, "POST", "/api/payouts", aff, body); r.status != 403 {
+		t.Fatalf("an affiliate made a payout: %d", r.status)
+	}
+	r := f.do(t, "POST", "/api/payouts", adv, body)
+	// 1.00 + 0.01 + 10.00 (10 % each, half up)
+	if r.status != 201 || r.body["amount"] != "11.01" || r.body["commission_count"] != float64(3) || r.body["status"] != "pending" {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	payout := r.body["id"].(string)
+	if r := f.do(t, "POST", "/api/payouts", adv, body); r.status != 422 || r.body["code"] != "no_commissions" {
+		t.Fatalf("nothing left: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "GET", "/api/payouts/"+payout, aff, ""); r.status != 200 || r.body["amount"] != "11.01" {
+		t.Fatalf("the affiliate reads it: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "GET", "/api/payouts?status=pending", aff, ""); r.status != 200 || !slices.Equal(listedIDs(r), []string{payout}) {
+		t.Fatalf("the affiliate lists it: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "GET", "/api/commissions?payout_id="+payout, adv, ""); len(r.body["data"].([]any)) != 3 {
+		t.Fatalf("its commissions: %s", r.raw)
+	}
+	if r := f.do(t, "POST", "/api/conversions/"+convs[0]+"/reverse", adv, ""); r.status != 409 || r.body["code"] != "commission_in_payout" {
+		t.Fatalf("reverse in a payout: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "POST", "/api/payouts/"+payout+"/paid", aff, ""); r.status != 403 {
+		t.Fatalf("the affiliate marked it paid: %d", r.status)
+	}
+	if r := f.do(t, "POST", "/api/payouts/"+payout+"/paid", adv, ""); r.status != 200 || r.body["status"] != "paid" {
+		t.Fatalf("paid: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "GET", "/api/v1/commissions?status=paid", map[string]string{"x-api-key": f.aff}, ""); len(r.body["data"].([]any)) != 3 {
+		t.Fatalf("paid commissions: %s", r.raw)
+	}
+	if r := f.do(t, "POST", "/api/payouts/"+payout+"/cancel", adv, ""); r.status != 409 || r.body["current_status"] != "paid" {
+		t.Fatalf("cancel a paid payout: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "GET", "/api/payouts/"+ids.New(ids.Payout), adv, ""); r.status != 404 {
+		t.Fatalf("unknown payout: %d", r.status)
+	}
+}
+
+func TestThePostbackURL(t *testing.T) {
+	f := newConversionsFixture(t)
+	if r := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboard(t, "advertiser", "member"), ""); r.status != 403 {
+		t.Fatalf("a member made a token: %d", r.status)
+	}
+	if r := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboard(t, "affiliate", "owner"), ""); r.status != 403 {
+		t.Fatalf("an affiliate made a token: %d", r.status)
+	}
+	r := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboard(t, "advertiser", "owner"), "")
+	if r.status != 201 || r.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("token: %d %s", r.status, r.raw)
+	}
+	token := r.body["token"].(string)
+	if !strings.Contains(r.body["postback_url"].(string), token) {
+		t.Fatalf("postback_url %v", r.body["postback_url"])
+	}
+	clk := f.click(t)
+	url := "/postback?token=" + token + "&click_id=" + clk + "&external_id=order-9&amount=19.99&currency=EUR&type=sale"
+	first := f.do(t, "GET", url, nil, "")
+	if first.status != 200 || first.body["created"] != true || first.body["commission_status"] != "pending" {
+		t.Fatalf("postback: %d %s", first.status, first.raw)
+	}
+	again := f.do(t, "GET", url, nil, "")
+	if again.status != 200 || again.body["created"] != false || again.body["id"] != first.body["id"] {
+		t.Fatalf("repeat: %d %s", again.status, again.raw)
+	}
+	conv := f.do(t, "GET", "/api/v1/conversions/"+first.body["id"].(string), map[string]string{"x-api-key": f.adv}, "")
+	if conv.body["source"] != "postback" || commissionOf(conv.body)["amount"] != "2.00" {
+		t.Fatalf("registered %s", conv.raw)
+	}
+	for name, c := range map[string]struct {
+		url    string
+		status int
+		code   string
+	}{
+		"no token":             {"/postback?click_id=" + clk + "&external_id=x", 401, "invalid_postback_token"},
+		"a wrong token":        {"/postback?token=" + token[:len(token)-4] + "ffff&click_id=" + clk + "&external_id=x", 401, "invalid_postback_token"},
+		"a malformed click id": {"/postback?token=" + token + "&click_id=" + ids.New(ids.Click)[:10] + "&external_id=x", 400, "validation_failed"},
+		"bad occurred_at":      {"/postback?token=" + token + "&click_id=" + clk + "&external_id=x&occurred_at=now", 400, "validation_failed"},
+	} {
+		if r := f.do(t, "GET", c.url, nil, ""); r.status != c.status || r.body["code"] != c.code {
+			t.Errorf("%s: %d %s, want %d %s", name, r.status, r.raw, c.status, c.code)
+		}
+	}
+}
+
+// TestTheConversionRoutesAreDocumented compares the routes the conversion mounts add with
+// the paths of 22-conversions.yaml (the full route test needs every area mounted).
+func TestTheConversionRoutesAreDocumented(t *testing.T) {
+	base := routesOf(newFixture(t))
+	f := newConversionsFixture(t)
+	var added []string
+	for r := range routesOf(f.fixture) {
+		if !base[r] {
+			added = append(added, r)
+		}
+	}
+	raw, err := os.ReadFile("openapi/22-conversions.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var documented []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			if method != "parameters" {
+				documented = append(documented, strings.ToUpper(method)+" "+path)
+			}
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(documented)
+	if !slices.Equal(added, documented) {
+		t.Fatalf("mounted %v\ndocumented %v", added, documented)
+	}
+}
+
+func routesOf(f *fixture) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range f.srv.App().GetRoutes(true) {
+		if r.Method == "HEAD" {
+			continue
+		}
+		path := r.Path
+		for _, seg := range strings.Split(path, "/") {
+			if strings.HasPrefix(seg, ":") {
+				path = strings.Replace(path, seg, "{"+seg[1:]+"}", 1)
+			}
+		}
+		out[r.Method+" "+path] = true
+	}
+	return out
+}
+
+// BenchmarkRegisterConversion registers conversions end to end: real HTTP on loopback with
+// an API key, attribution in ClickHouse, and the commit of the conversion, its commission and
+// two outbox events in Postgres. It reports conversions per second with 16 clients.
+func BenchmarkRegisterConversion(b *testing.B) {
+	f := newConversionsFixture(b)
+	base := f.serve(b)
+	clicks := f.clicks(b, f.program, time.Now().Add(-time.Hour), b.N)
+	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	var next sync.Mutex
+	i := 0
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			next.Lock()
+			clk := clicks[i]
+			i++
+			next.Unlock()
+			status, body := f.post(base, f.adv, fmt.Sprintf(`{"click_id": %q, "external_id": %q, "amount": "42.50"}`, clk, clk))
+			if status != 201 {
+				b.Errorf("register: %d %v", status, body)
+				return
+			}
+		}
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	var rows, events int
+	_ = f.db.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM conversions), (SELECT count(*) FROM outbox)`).Scan(&rows, &events)
+	if rows != b.N || events != 2*b.N {
+		b.Fatalf("%d rows and %d events for %d conversions", rows, events, b.N)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "conversions/s")
+}

@@ -1,0 +1,62 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/page"
+	"github.com/partnerstream/partnerstream/internal/programs"
+)
+
+// PartnershipService is what the partnership routes need (programs.Service).
+type PartnershipService interface {
+	Apply(ctx context.Context, a programs.Actor, in programs.ApplyInput) (programs.Partnership, bool, error)
+	ListPartnerships(ctx context.Context, a programs.Actor, f programs.PartnershipFilter, p page.Request) ([]programs.Partnership, string, error)
+	SetPartnershipStatus(ctx context.Context, a programs.Actor, id, to string) (programs.Partnership, error)
+	UpdatePartnership(ctx context.Context, a programs.Actor, id string, in programs.PartnershipPatch) (programs.Partnership, error)
+}
+
+// MountPartnerships adds the partnership routes: affiliates apply (API key or dashboard) and
+// both sides list theirs; advertisers decide in the dashboard.
+func (s *Server) MountPartnerships(svc PartnershipService) {
+	apply := s.Idempotent(func(c *fiber.Ctx) error {
+		var in programs.ApplyInput
+		if err := DecodeJSON(c, &in); err != nil {
+			return err
+		}
+		p, created, err := svc.Apply(c.UserContext(), programsActor(c), in)
+		status := fiber.StatusOK
+		if created {
+			status = fiber.StatusCreated
+		}
+		return programsJSON(c, status, p, err)
+	})
+	list := func(c *fiber.Ctx) error {
+		p, err := PageRequest(c)
+		if err != nil {
+			return err
+		}
+		f := programs.PartnershipFilter{Status: c.Query("status"), ProgramID: c.Query("program_id")}
+		items, next, err := svc.ListPartnerships(c.UserContext(), programsActor(c), f, p)
+		return programsList(c, items, next, err)
+	}
+	s.app.Post("/api/v1/partnerships", apply)
+	s.app.Get("/api/v1/partnerships", list)
+	s.app.Post("/api/partnerships", apply)
+	s.app.Get("/api/partnerships", list)
+	for action, to := range map[string]string{"approve": programs.Approved, "reject": programs.Rejected, "suspend": programs.Suspended} {
+		s.app.Post("/api/partnerships/:id/"+action, func(c *fiber.Ctx) error {
+			p, err := svc.SetPartnershipStatus(c.UserContext(), programsActor(c), c.Params("id"), to)
+			return programsJSON(c, fiber.StatusOK, p, err)
+		})
+	}
+	s.app.Patch("/api/partnerships/:id", func(c *fiber.Ctx) error {
+		var in programs.PartnershipPatch
+		if err := DecodeJSON(c, &in); err != nil {
+			return err
+		}
+		p, err := svc.UpdatePartnership(c.UserContext(), programsActor(c), c.Params("id"), in)
+		return programsJSON(c, fiber.StatusOK, p, err)
+	})
+}

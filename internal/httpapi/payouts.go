@@ -1,0 +1,121 @@
+package httpapi
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/page"
+)
+
+// PayoutService is what the payout routes need (conversions.Service).
+type PayoutService interface {
+	CreatePayout(ctx context.Context, advertiserID string, in conversions.NewPayout) (conversions.Payout, error)
+	SettlePayout(ctx context.Context, advertiserID, payoutID, to string) (conversions.Payout, error)
+	Payout(ctx context.Context, v conversions.Viewer, id string) (conversions.Payout, error)
+	Payouts(ctx context.Context, v conversions.Viewer, f conversions.PayoutFilter, p page.Request) ([]conversions.Payout, string, error)
+}
+
+// MountPayouts adds the dashboard's payout routes: the advertiser gathers an affiliate's
+// approved commissions into a payout and settles it; both companies read theirs.
+func (s *Server) MountPayouts(svc PayoutService) {
+	s.app.Get("/api/payouts", func(c *fiber.Ctx) error {
+		p, err := PageRequest(c)
+		if err != nil {
+			return err
+		}
+		f := conversions.PayoutFilter{Status: c.Query("status"), AffiliateID: c.Query("affiliate_id")}
+		if f.Status != "" && !slices.Contains(conversions.PayoutStatuses, f.Status) {
+			return Invalid(FieldError{Field: "status", Message: "must be one of " + strings.Join(conversions.PayoutStatuses, ", ")})
+		}
+		if f.AffiliateID != "" && !ids.Valid(ids.Company, f.AffiliateID) {
+			return Invalid(FieldError{Field: "affiliate_id", Message: "must be an id starting with co_"})
+		}
+		list, next, err := svc.Payouts(c.UserContext(), conversionsViewer(c), f, p)
+		if err != nil {
+			return conversionsProblem(c, err)
+		}
+		out := make([]payoutJSON, len(list))
+		for i, p := range list {
+			out[i] = payoutView(p)
+		}
+		return c.JSON(page.List[payoutJSON]{Data: out, NextCursor: next})
+	})
+	s.app.Post("/api/payouts", conversionsAdvertiserOnly, s.Idempotent(func(c *fiber.Ctx) error {
+		var in struct {
+			AffiliateID string `json:"affiliate_id"`
+			Currency    string `json:"currency"`
+			PeriodStart string `json:"period_start"`
+			PeriodEnd   string `json:"period_end"`
+		}
+		if err := DecodeJSON(c, &in); err != nil {
+			return err
+		}
+		start, err := conversionsTime("period_start", in.PeriodStart, true)
+		if err != nil {
+			return err
+		}
+		end, err := conversionsTime("period_end", in.PeriodEnd, true)
+		if err != nil {
+			return err
+		}
+		p, err := svc.CreatePayout(c.UserContext(), Caller(c).CompanyID, conversions.NewPayout{AffiliateID: in.AffiliateID,
+			Currency: in.Currency, PeriodStart: start, PeriodEnd: end})
+		if err != nil {
+			return conversionsProblem(c, err)
+		}
+		c.Location("/api/payouts/" + p.ID)
+		return c.Status(fiber.StatusCreated).JSON(payoutView(p))
+	}))
+	s.app.Get("/api/payouts/:id", func(c *fiber.Ctx) error {
+		id := c.Params("id")
+		if !ids.Valid(ids.Payout, id) {
+			return NewProblem(fiber.StatusNotFound, "not_found", "no such payout")
+		}
+		p, err := svc.Payout(c.UserContext(), conversionsViewer(c), id)
+		if err != nil {
+			return conversionsProblem(c, err)
+		}
+		return c.JSON(payoutView(p))
+	})
+	for action, to := range map[string]string{"paid": conversions.PayoutPaid, "failed": conversions.PayoutFailed, "cancel": conversions.PayoutCanceled} {
+		s.app.Post("/api/payouts/:id/"+action, conversionsAdvertiserOnly, s.Idempotent(func(c *fiber.Ctx) error {
+			id := c.Params("id")
+			if !ids.Valid(ids.Payout, id) {
+				return NewProblem(fiber.StatusNotFound, "not_found", "no such payout")
+			}
+			p, err := svc.SettlePayout(c.UserContext(), Caller(c).CompanyID, id, to)
+			if err != nil {
+				return conversionsProblem(c, err)
+			}
+			return c.JSON(payoutView(p))
+		}))
+	}
+}
+
+// payoutJSON is a payout as the API shows it.
+type payoutJSON struct {
+	ID              string    `json:"id"`
+	AdvertiserID    string    `json:"advertiser_id"`
+	AffiliateID     string    `json:"affiliate_id"`
+	Currency        string    `json:"currency"`
+	Amount          string    `json:"amount"`
+	CommissionCount int       `json:"commission_count"`
+	PeriodStart     time.Time `json:"period_start"`
+	PeriodEnd       time.Time `json:"period_end"`
+	Status          string    `json:"status"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+}
+
+func payoutView(p conversions.Payout) payoutJSON {
+	return payoutJSON{ID: p.ID, AdvertiserID: p.AdvertiserID, AffiliateID: p.AffiliateID, Currency: p.Currency,
+		Amount: money.Format(p.Amount, p.Currency), CommissionCount: p.CommissionCount, PeriodStart: p.PeriodStart,
+		PeriodEnd: p.PeriodEnd, Status: p.Status, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}

@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/tracking"
+)
+
+// Clicker is what the click redirect needs; *tracking.Service is one.
+type Clicker interface {
+	Click(ctx context.Context, v tracking.Visit) (tracking.Redirect, error)
+	Landing(ctx context.Context, code string) (string, error)
+}
+
+// Cookies of the redirect, first-party to the tracking domain.
+const (
+	// VisitorCookie identifies a browser across clicks, for duplicate detection. Its path
+	// is /c/: nothing else on the domain needs it.
+	VisitorCookie = "ps_vid"
+	// ClickCookie holds the last click id, for conversion tracking served from the same
+	// domain.
+	ClickCookie = "ps_click"
+
+	visitorCookieAge = 365 * 24 * time.Hour
+	clickCookieAge   = 30 * 24 * time.Hour
+)
+
+var subParams = [5]string{"sub1", "sub2", "sub3", "sub4", "sub5"}
+
+// mountRedirect adds GET (and HEAD) /c/{code}. It never answers a 500: an unknown or
+// inactive link gets a small HTML page with 404, a lookup failure one with 503.
+func (s *Server) mountRedirect(clicks Clicker, o TrackingOptions) {
+	s.app.Get("/c/:code", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		// Search engines must index the landing page, not the tracking URL.
+		c.Set("X-Robots-Tag", "noindex")
+		// Fiber's strings point into a buffer reused after the handler: copy what the
+		// click keeps.
+		code := strings.Clone(c.Params("code"))
+		if c.Method() == fiber.MethodHead {
+			// Link checkers and previews probe with HEAD: answer where it goes, count nothing.
+			landing, err := clicks.Landing(c.UserContext(), code)
+			if err != nil {
+				return s.redirectError(c, err)
+			}
+			return c.Redirect(landing, fiber.StatusFound)
+		}
+		v := tracking.Visit{
+			Code:      code,
+			IP:        c.IP(),
+			UserAgent: strings.Clone(c.Get(fiber.HeaderUserAgent)),
+			Referrer:  strings.Clone(c.Get(fiber.HeaderReferer)),
+			VisitorID: strings.Clone(c.Cookies(VisitorCookie)),
+		}
+		for i, name := range subParams {
+			v.Subs[i] = strings.Clone(c.Query(name))
+		}
+		rd, err := clicks.Click(c.UserContext(), v)
+		if err != nil {
+			return s.redirectError(c, err)
+		}
+		if rd.NewVisitorID != "" {
+			c.Cookie(&fiber.Cookie{Name: VisitorCookie, Value: rd.NewVisitorID, Path: "/c/", MaxAge: int(visitorCookieAge.Seconds()),
+				Secure: o.SecureCookies, HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode})
+		}
+		c.Cookie(&fiber.Cookie{Name: ClickCookie, Value: rd.Click.ClickID, Path: "/", MaxAge: int(clickCookieAge.Seconds()),
+			Secure: o.SecureCookies, HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode})
+		return c.Redirect(rd.Location, fiber.StatusFound)
+	})
+}
+
+func (s *Server) redirectError(c *fiber.Ctx, err error) error {
+	pages := unavailablePage
+	status := fiber.StatusServiceUnavailable
+	if errors.Is(err, tracking.ErrUnknownLink) {
+		pages, status = notFoundPage, fiber.StatusNotFound
+	} else {
+		s.log.Error("click redirect: link lookup failed", "request_id", RequestID(c), "err", err)
+		c.Set(fiber.HeaderRetryAfter, "5")
+	}
+	lang := c.AcceptsLanguages("en", "es")
+	if lang == "" {
+		lang = "en"
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	c.Set(fiber.HeaderContentLanguage, lang)
+	return c.Status(status).SendString(pages[lang])
+}
+
+// The pages are static: nothing from the request is echoed, so there is nothing to escape.
+const pageTemplate = `<!doctype html>
+<html lang="%s"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex"><title>%s</title>
+<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:15vh auto;padding:0 1rem;color:#222;text-align:center}h1{font-size:1.4rem}p{color:#555}</style>
+</head><body><h1>%s</h1><p>%s</p></body></html>
+`
+
+var (
+	notFoundPage = map[string]string{
+		"en": htmlPage("en", "Link not available", "This link is not available any more. It may have expired or been paused by its owner."),
+		"es": htmlPage("es", "Enlace no disponible", "Este enlace ya no está disponible. Puede haber caducado o haber sido pausado por su propietario."),
+	}
+	unavailablePage = map[string]string{
+		"en": htmlPage("en", "Please try again", "We could not open this link just now. Please try again in a few seconds."),
+		"es": htmlPage("es", "Inténtalo de nuevo", "No hemos podido abrir este enlace ahora mismo. Vuelve a intentarlo en unos segundos."),
+	}
+)
+
+func htmlPage(lang, title, text string) string {
+	return fmt.Sprintf(pageTemplate, lang, title, title, text)
+}

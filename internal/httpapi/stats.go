@@ -1,0 +1,197 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/stats"
+)
+
+// StatsQuerier answers statistics queries (internal/stats.Service).
+type StatsQuerier interface {
+	// Resolve validates the parameters and fills their defaults (the range above all).
+	Resolve(p stats.Params) (stats.Params, error)
+	Query(ctx context.Context, scope stats.Scope, p stats.Params) ([]stats.Row, error)
+}
+
+// Limits of the rows of the groupings other than day (a day row per day of the range, at
+// most stats.MaxDays, is always complete).
+const (
+	statsDefaultLimit = 100
+	statsMaxLimit     = 1000
+)
+
+// MountStats adds the statistics report: GET /api/v1/stats and /api/partner-api/stats for
+// API keys, GET /api/stats for the dashboard. Each caller sees only its company's figures:
+// an advertiser its programs', an affiliate its own.
+func (s *Server) MountStats(q StatsQuerier) {
+	h := func(c *fiber.Ctx) error { return statsReport(c, q) }
+	s.app.Get("/api/v1/stats", h)
+	s.app.Get("/api/partner-api/stats", h)
+	s.app.Get("/api/stats", h)
+}
+
+func statsReport(c *fiber.Ctx, q StatsQuerier) error {
+	p, limit, err := statsParams(c)
+	if err != nil {
+		return err
+	}
+	if p, err = q.Resolve(p); err != nil {
+		return statsProblem(err)
+	}
+	caller := Caller(c)
+	rows, err := q.Query(c.UserContext(), stats.Scope{CompanyID: caller.CompanyID, Kind: caller.CompanyKind}, p)
+	if err != nil {
+		return statsProblem(err)
+	}
+	total := stats.Total(rows)
+	total.Currency = currencyOf(rows, p)
+	out := statsResponse{
+		From: p.From.Format(time.DateOnly), To: p.To.Format(time.DateOnly), GroupBy: string(p.GroupBy),
+		Totals: figures(total),
+	}
+	if total.Currency != "" {
+		out.Currency = &total.Currency
+	}
+	if p.GroupBy != stats.Day && len(rows) > limit {
+		rows, out.HasMore = rows[:limit], true
+	}
+	out.Data = make([]statsRow, len(rows))
+	for i, r := range rows {
+		out.Data[i] = statsRow{statsKey: key(p.GroupBy, r), statsFigures: figures(r)}
+	}
+	return c.JSON(out)
+}
+
+// statsParams reads the query, reporting every malformed parameter at once.
+func statsParams(c *fiber.Ctx) (stats.Params, int, error) {
+	p := stats.Params{GroupBy: stats.GroupBy(c.Query("group_by")), ProgramID: c.Query("program_id"), Currency: c.Query("currency")}
+	var errs []FieldError
+	for _, d := range []struct {
+		field string
+		into  *time.Time
+	}{{"from", &p.From}, {"to", &p.To}} {
+		v := c.Query(d.field)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.DateOnly, v)
+		if err != nil {
+			errs = append(errs, FieldError{Field: d.field, Message: "must be a date as YYYY-MM-DD, got " + strconv.Quote(v)})
+			continue
+		}
+		*d.into = t
+	}
+	limit := statsDefaultLimit
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > statsMaxLimit {
+			errs = append(errs, FieldError{Field: "limit", Message: "must be a whole number from 1 to " + strconv.Itoa(statsMaxLimit)})
+		}
+		limit = n
+	}
+	if len(errs) > 0 {
+		return stats.Params{}, 0, Invalid(errs...)
+	}
+	return p, limit, nil
+}
+
+func statsProblem(err error) error {
+	var pe *stats.ParamError
+	switch {
+	case errors.As(err, &pe):
+		return Invalid(FieldError{Field: pe.Field, Message: pe.Message})
+	case errors.Is(err, stats.ErrScope):
+		return NewProblem(fiber.StatusForbidden, "forbidden", "statistics are kept for advertiser and affiliate companies only")
+	}
+	return err
+}
+
+// currencyOf is the currency of the amounts: the one asked for, else the one conversions
+// have; empty when neither says.
+func currencyOf(rows []stats.Row, p stats.Params) string {
+	if p.Currency != "" {
+		return p.Currency
+	}
+	if len(rows) > 0 {
+		return rows[0].Currency
+	}
+	return ""
+}
+
+type statsResponse struct {
+	From    string `json:"from"`
+	To      string `json:"to"`
+	GroupBy string `json:"group_by"`
+	// Currency is null when no conversion in range had one and none was asked for.
+	Currency *string      `json:"currency"`
+	Data     []statsRow   `json:"data"`
+	Totals   statsFigures `json:"totals"`
+	// HasMore says rows were left out beyond limit (never for day).
+	HasMore bool `json:"has_more"`
+}
+
+type statsRow struct {
+	statsKey
+	statsFigures
+}
+
+// statsKey holds the group's fields: only those of the grouping are present (a link also
+// names its program and affiliate).
+type statsKey struct {
+	Day         *string `json:"day,omitempty"`
+	ProgramID   *string `json:"program_id,omitempty"`
+	AffiliateID *string `json:"affiliate_id,omitempty"`
+	LinkID      *string `json:"link_id,omitempty"`
+	Sub1        *string `json:"sub1,omitempty"`
+}
+
+func key(g stats.GroupBy, r stats.Row) statsKey {
+	switch g {
+	case stats.Day:
+		d := r.Day.Format(time.DateOnly)
+		return statsKey{Day: &d}
+	case stats.Program:
+		return statsKey{ProgramID: &r.ProgramID}
+	case stats.Affiliate:
+		return statsKey{AffiliateID: &r.AffiliateID}
+	case stats.Link:
+		return statsKey{LinkID: &r.LinkID, ProgramID: &r.ProgramID, AffiliateID: &r.AffiliateID}
+	}
+	return statsKey{Sub1: &r.Sub1}
+}
+
+type statsFigures struct {
+	Clicks         int64            `json:"clicks"`
+	UniqueClicks   int64            `json:"unique_clicks"`
+	Conversions    statsConversions `json:"conversions"`
+	SaleAmount     string           `json:"sale_amount"`
+	Commission     string           `json:"commission"`
+	EPC            string           `json:"epc"`
+	ConversionRate float64          `json:"conversion_rate"`
+}
+
+type statsConversions struct {
+	Total    int64 `json:"total"`
+	Pending  int64 `json:"pending"`
+	Approved int64 `json:"approved"`
+	Rejected int64 `json:"rejected"`
+	Paid     int64 `json:"paid"`
+	Reversed int64 `json:"reversed"`
+}
+
+// figures formats amounts in the row's currency; without one they read as two decimals.
+func figures(r stats.Row) statsFigures {
+	c := r.Conversions
+	return statsFigures{
+		Clicks: r.Clicks, UniqueClicks: r.UniqueClicks,
+		Conversions: statsConversions{Total: c.Total, Pending: c.Pending, Approved: c.Approved, Rejected: c.Rejected, Paid: c.Paid, Reversed: c.Reversed},
+		SaleAmount:  money.Format(r.SaleAmount, r.Currency), Commission: money.Format(r.Commission, r.Currency),
+		EPC: money.Format(r.EPC(), r.Currency), ConversionRate: r.ConversionRate(),
+	}
+}

@@ -1,0 +1,262 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ingest"
+	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/stats"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
+	"github.com/partnerstream/partnerstream/internal/testenv"
+)
+
+// statsToday is "today" for the stats routes: the default range ends here.
+var statsToday = time.Date(2026, 6, 30, 15, 0, 0, 0, time.UTC)
+
+// statsFixture is the shared fixture with the stats routes on a migrated ClickHouse
+// database, holding traffic of the fixture's advertiser and affiliate and of strangers.
+type statsFixture struct {
+	*fixture
+	affID string
+	w     *ingest.Writer
+}
+
+func newStatsFixture(t *testing.T) *statsFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &statsFixture{fixture: newFixture(t)}
+	addr, db := testenv.ClickHouse(t)
+	conn, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if err := chstore.Migrate(ctx, conn, db, quiet); err != nil {
+		t.Fatal(err)
+	}
+	f.srv.MountStats(stats.New(conn, db, stats.Options{Now: func() time.Time { return statsToday }}))
+	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.aff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.affID, f.w = rec.CompanyID, ingest.NewWriter(conn, db)
+	return f
+}
+
+// clicks records n clicks on a day (yyyy-mm-dd).
+func (f *statsFixture) clicks(t *testing.T, n int, day, adv, aff, program, link, sub1 string) {
+	t.Helper()
+	at, _ := time.Parse(time.DateOnly, day)
+	var batch []ingest.Click
+	for i := range n {
+		batch = append(batch, ingest.Click{Click: events.Click{ClickID: fmt.Sprintf("clk_%s_%s_%s_%d", day, link, sub1, i),
+			OccurredAt: at.Add(time.Duration(i) * time.Minute), LinkID: link, ProgramID: program, AffiliateID: aff,
+			AdvertiserID: adv, Sub1: sub1, UserAgent: "Mozilla/5.0"}})
+	}
+	if _, err := f.w.WriteClicks(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *statsFixture) conversion(t *testing.T, id, day, adv, aff, program, currency, status string, amount, commission int64) {
+	t.Helper()
+	at, _ := time.Parse(time.DateOnly, day)
+	c := ingest.Conversion{EventID: "evt_" + id, ID: id, Version: 1, Status: status, Type: "sale", Currency: currency,
+		Amount: amount, Commission: commission, OccurredAt: at.Add(12 * time.Hour), AdvertiserID: adv, ProgramID: program, AffiliateID: aff}
+	if _, err := f.w.WriteConversions(context.Background(), []ingest.Conversion{c}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *statsFixture) get(t *testing.T, path string, query url.Values, headers map[string]string) response {
+	t.Helper()
+	return f.do(t, "GET", path+"?"+query.Encode(), headers, "")
+}
+
+func rowsOf(t *testing.T, r response) []map[string]any {
+	t.Helper()
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.raw)
+	}
+	var out []map[string]any
+	for _, row := range r.body["data"].([]any) {
+		out = append(out, row.(map[string]any))
+	}
+	return out
+}
+
+func TestStatsByDayListEveryDayWithMoneyAsDecimalStrings(t *testing.T) {
+	f := newStatsFixture(t)
+	f.clicks(t, 4, "2026-06-01", f.advID, f.affID, "prg_1", "lnk_1", "")
+	f.conversion(t, "cnv_1", "2026-06-01", f.advID, f.affID, "prg_1", "EUR", stats.Approved, 12000, 1250)
+	f.conversion(t, "cnv_2", "2026-06-03", f.advID, f.affID, "prg_1", "EUR", stats.Rejected, 5000, 500)
+
+	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-01"}, "to": {"2026-06-03"}}, map[string]string{"x-api-key": f.adv})
+	rows := rowsOf(t, r)
+	if r.body["currency"] != "EUR" || r.body["group_by"] != "day" || r.body["from"] != "2026-06-01" || r.body["to"] != "2026-06-03" {
+		t.Fatalf("report header %s", r.raw)
+	}
+	want := []string{
+		`day=2026-06-01 clicks=4 unique=4 total=1 approved=1 rejected=0 sale=120.00 commission=12.50 epc=3.13 rate=0.25`,
+		`day=2026-06-02 clicks=0 unique=0 total=0 approved=0 rejected=0 sale=0.00 commission=0.00 epc=0.00 rate=0`,
+		`day=2026-06-03 clicks=0 unique=0 total=1 approved=0 rejected=1 sale=0.00 commission=0.00 epc=0.00 rate=0`,
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d: %s", len(rows), len(want), r.raw)
+	}
+	for i, row := range rows {
+		if got := describe(row); got != want[i] {
+			t.Errorf("row %d:\n got  %s\n want %s", i, got, want[i])
+		}
+	}
+	if got := describe(r.body["totals"].(map[string]any)); got != `day=<nil> clicks=4 unique=4 total=2 approved=1 rejected=1 sale=120.00 commission=12.50 epc=3.13 rate=0.25` {
+		t.Errorf("totals %s", got)
+	}
+}
+
+func describe(row map[string]any) string {
+	c := row["conversions"].(map[string]any)
+	return fmt.Sprintf("day=%v clicks=%v unique=%v total=%v approved=%v rejected=%v sale=%v commission=%v epc=%v rate=%v",
+		row["day"], row["clicks"], row["unique_clicks"], c["total"], c["approved"], c["rejected"], row["sale_amount"],
+		row["commission"], row["epc"], row["conversion_rate"])
+}
+
+func TestStatsDefaultToTheLast30DaysAndNoTrafficMeansZeroEPC(t *testing.T) {
+	f := newStatsFixture(t)
+	r := f.get(t, "/api/partner-api/stats", nil, map[string]string{"x-api-key": f.adv})
+	rows := rowsOf(t, r)
+	if len(rows) != 30 || rows[0]["day"] != "2026-06-01" || rows[29]["day"] != "2026-06-30" {
+		t.Fatalf("%d rows from %v to %v, want the 30 days 2026-06-01..2026-06-30", len(rows), rows[0]["day"], rows[len(rows)-1]["day"])
+	}
+	for _, row := range rows {
+		if row["epc"] != "0.00" || row["conversion_rate"] != 0.0 || row["clicks"] != 0.0 {
+			t.Fatalf("a day without traffic reads %v", row)
+		}
+	}
+	if r.body["currency"] != nil {
+		t.Errorf("currency = %v, want null without conversions", r.body["currency"])
+	}
+	r = f.get(t, "/api/v1/stats", url.Values{"group_by": {"program"}}, map[string]string{"x-api-key": f.adv})
+	if rows := rowsOf(t, r); len(rows) != 0 || describe(r.body["totals"].(map[string]any)) != `day=<nil> clicks=0 unique=0 total=0 approved=0 rejected=0 sale=0.00 commission=0.00 epc=0.00 rate=0` {
+		t.Errorf("by program without traffic: %s", r.raw)
+	}
+}
+
+func TestStatsShowEachCompanyOnlyItsOwnFigures(t *testing.T) {
+	f := newStatsFixture(t)
+	// The fixture's affiliate promotes the fixture's advertiser and a stranger advertiser;
+	// a stranger affiliate promotes the fixture's advertiser.
+	f.clicks(t, 3, "2026-06-10", f.advID, f.affID, "prg_mine", "lnk_mine", "a")
+	f.clicks(t, 5, "2026-06-10", "co_stranger", f.affID, "prg_theirs", "lnk_theirs", "b")
+	f.clicks(t, 7, "2026-06-10", f.advID, "co_other_aff", "prg_mine", "lnk_other", "c")
+	f.clicks(t, 11, "2026-06-10", "co_stranger", "co_other_aff", "prg_theirs", "lnk_far", "d")
+	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"link"}}
+	clicksByLink := func(headers map[string]string) map[string]float64 {
+		out := map[string]float64{}
+		for _, row := range rowsOf(t, f.get(t, "/api/v1/stats", q, headers)) {
+			out[row["link_id"].(string)] = row["clicks"].(float64)
+		}
+		return out
+	}
+	if got := clicksByLink(map[string]string{"x-api-key": f.adv}); fmt.Sprint(got) != "map[lnk_mine:3 lnk_other:7]" {
+		t.Errorf("the advertiser sees %v, want its programs' links only", got)
+	}
+	if got := clicksByLink(map[string]string{"x-api-key": f.aff}); fmt.Sprint(got) != "map[lnk_mine:3 lnk_theirs:5]" {
+		t.Errorf("the affiliate sees %v, want its own links only", got)
+	}
+	// A program filter cannot reach into another company's program.
+	q.Set("program_id", "prg_theirs")
+	if got := clicksByLink(map[string]string{"x-api-key": f.adv}); len(got) != 0 {
+		t.Errorf("the advertiser filtering on a stranger's program sees %v", got)
+	}
+	// The dashboard serves the same figures to a signed-in member.
+	u, err := f.ids.UserByEmail(context.Background(), "affiliate@example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := f.sessions.Issue(context.Background(), session.Subject{UserID: u.ID, CompanyID: u.CompanyID, CompanyKind: identity.Affiliate, Role: "member", Locale: "en"}, session.Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.get(t, "/api/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"sub1"}}, map[string]string{"Authorization": "Bearer " + tok.Access})
+	var subs []string
+	for _, row := range rowsOf(t, r) {
+		subs = append(subs, fmt.Sprintf("%v:%v", row["sub1"], row["clicks"]))
+	}
+	if got := strings.Join(subs, " "); got != "b:5 a:3" {
+		t.Errorf("the affiliate's dashboard by sub1 = %q, want \"b:5 a:3\" (most clicks first)", got)
+	}
+}
+
+func TestStatsLimitCutsTheRowsButNotTheTotals(t *testing.T) {
+	f := newStatsFixture(t)
+	f.clicks(t, 2, "2026-06-10", f.advID, f.affID, "prg_1", "lnk_small", "")
+	f.clicks(t, 9, "2026-06-10", f.advID, f.affID, "prg_1", "lnk_big", "")
+	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"link"}, "limit": {"1"}}, map[string]string{"x-api-key": f.adv})
+	rows := rowsOf(t, r)
+	if len(rows) != 1 || rows[0]["link_id"] != "lnk_big" || rows[0]["program_id"] != "prg_1" || r.body["has_more"] != true {
+		t.Fatalf("limit 1: %s", r.raw)
+	}
+	if r.body["totals"].(map[string]any)["clicks"] != 11.0 {
+		t.Errorf("totals cover %v clicks, want all 11", r.body["totals"].(map[string]any)["clicks"])
+	}
+}
+
+func TestStatsNeverMixCurrencies(t *testing.T) {
+	f := newStatsFixture(t)
+	f.conversion(t, "cnv_eur", "2026-06-10", "co_a", f.affID, "prg_eur", "EUR", stats.Pending, 10000, 1000)
+	f.conversion(t, "cnv_jpy", "2026-06-10", "co_b", f.affID, "prg_jpy", "JPY", stats.Paid, 20000, 1500)
+	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}}
+	r := f.get(t, "/api/v1/stats", q, map[string]string{"x-api-key": f.aff})
+	if r.status != 400 || r.body["code"] != "validation_failed" || !strings.Contains(r.raw, "EUR, JPY") {
+		t.Fatalf("mixed currencies: %d %s", r.status, r.raw)
+	}
+	q.Set("currency", "JPY")
+	r = f.get(t, "/api/v1/stats", q, map[string]string{"x-api-key": f.aff})
+	rows := rowsOf(t, r)
+	if r.body["currency"] != "JPY" || rows[0]["commission"] != "1500" || rows[0]["sale_amount"] != "20000" || rows[0]["conversions"].(map[string]any)["total"] != 1.0 {
+		t.Errorf("in JPY: %s", r.raw)
+	}
+}
+
+func TestStatsRejectBadInputWithAClearMessage(t *testing.T) {
+	f := newStatsFixture(t)
+	tests := []struct {
+		name  string
+		query url.Values
+		field string
+		says  string
+	}{
+		{"from after to", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-01"}}, "from", "is after to"},
+		{"more than 400 days", url.Values{"from": {"2025-01-01"}, "to": {"2026-06-01"}}, "to", "at most 400"},
+		{"an unknown grouping", url.Values{"group_by": {"country"}}, "group_by", "day, program, affiliate, link, sub1"},
+		{"a date that is not one", url.Values{"from": {"2026-02-30"}}, "from", "YYYY-MM-DD"},
+		{"a timestamp instead of a date", url.Values{"to": {"2026-06-01T00:00:00Z"}}, "to", "YYYY-MM-DD"},
+		{"a currency that is not ISO 4217", url.Values{"currency": {"EURO"}}, "currency", "ISO 4217"},
+		{"a limit out of bounds", url.Values{"group_by": {"link"}, "limit": {"0"}}, "limit", "1 to 1000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.get(t, "/api/partner-api/stats", tt.query, map[string]string{"x-api-key": f.adv})
+			if r.status != 400 || r.body["code"] != "validation_failed" {
+				t.Fatalf("status %d: %s", r.status, r.raw)
+			}
+			errs := r.body["errors"].([]any)
+			e := errs[0].(map[string]any)
+			if e["field"] != tt.field || !strings.Contains(e["message"].(string), tt.says) {
+				t.Errorf("error %v, want field %s saying %q", e, tt.field, tt.says)
+			}
+		})
+	}
+	if r := f.get(t, "/api/v1/stats", nil, nil); r.status != 401 {
+		t.Errorf("without a key: %d", r.status)
+	}
+}

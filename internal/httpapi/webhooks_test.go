@@ -1,0 +1,445 @@
+package httpapi_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/partnerstream/partnerstream/api/v1alpha1"
+	"github.com/partnerstream/partnerstream/controllers"
+	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/httpapi"
+	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/webhooks"
+	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
+	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
+)
+
+// kube is the envtest control plane of the package's tests (nil without KUBEBUILDER_ASSETS;
+// the tests that need it then skip, through kube.Require).
+var kube *kubetest.Env
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Run(m, &kube)) }
+
+// webhookFixture is the API fixture with the webhook routes on a namespace of the control
+// plane, where the real controller runs with a clock the test can move.
+type webhookFixture struct {
+	*fixture
+	ns    string
+	skew  atomic.Int64 // moves the controller's clock forward (nanoseconds)
+	affID string
+	// Dashboard sessions and API keys of both companies.
+	adv, aff, member map[string]string
+	advKey, affKey   map[string]string
+}
+
+func newWebhookFixture(t *testing.T) *webhookFixture {
+	t.Helper()
+	kube.Require(t)
+	f := &webhookFixture{fixture: newBareFixture(t), ns: kube.Namespace(t)}
+	kube.StartManager(t, f.ns, func(mgr ctrl.Manager) error {
+		r := &controllers.WebhookReconciler{Client: mgr.GetClient(), Now: func() time.Time { return time.Now().Add(time.Duration(f.skew.Load())) }}
+		return r.SetupWithManager(mgr)
+	})
+	f.srv.MountWebhooks(webhooks.NewService(kube.Client, webhooks.Options{Namespace: f.ns}))
+	f.adv, f.aff, f.member = f.dashboardAs(t, "advertiser", "owner"), f.dashboardAs(t, "affiliate", "admin"), f.dashboardAs(t, "advertiser", "member")
+	f.advKey, f.affKey = map[string]string{"x-api-key": f.fixture.adv}, map[string]string{"x-api-key": f.fixture.aff}
+	rec, err := f.ids.LookupKey(context.Background(), auth.HashKey(f.fixture.aff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.affID = rec.CompanyID
+	return f
+}
+
+// newBareFixture is newFixture with a server of its own that has no routes yet (beyond the
+// built-in ones): an area's tests mount their services (a control plane, a test clock) on it
+// whatever newFixture mounts, since the first handler registered for a route is the one
+// that answers.
+func newBareFixture(t *testing.T) *fixture {
+	t.Helper()
+	var opts *httpapi.Options
+	f := newFixture(t, func(o *httpapi.Options) { opts = o })
+	f.srv = httpapi.New(*opts)
+	return f
+}
+
+// dashboardAs returns the headers of a dashboard session of the company's owner user,
+// signed in with the given role.
+func (f *fixture) dashboardAs(t *testing.T, kind, role string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	u, err := f.ids.UserByEmail(ctx, kind+"@example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := f.sessions.Issue(ctx, session.Subject{UserID: u.ID, CompanyID: u.CompanyID, CompanyKind: kind, Role: role, Locale: "en"}, session.Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"Authorization": "Bearer " + tok.Access}
+}
+
+const orderHook = `{"url": "https://receiver.example/hooks", "events": ["conversion.created", "conversion.approved"], "description": "orders"}`
+
+// create makes a webhook through the API and returns its id and secret.
+func (f *webhookFixture) create(t *testing.T, who map[string]string, body string) (string, string) {
+	t.Helper()
+	r := f.do(t, "POST", "/api/webhooks", who, body)
+	if r.status != 201 {
+		t.Fatalf("create = %d %s", r.status, r.raw)
+	}
+	id, _ := r.body["id"].(string)
+	secret, _ := r.body["secret"].(string)
+	return id, secret
+}
+
+// signingSecret reads the Webhook's signing Secret as the delivery workers would.
+func (f *webhookFixture) signingSecret(t *testing.T, id string) signing.Keys {
+	t.Helper()
+	var sec corev1.Secret
+	name := v1alpha1.SigningSecretName(v1alpha1.ObjectName(id))
+	if err := kube.Client.Get(context.Background(), types.NamespacedName{Namespace: f.ns, Name: name}, &sec); err != nil {
+		t.Fatalf("get Secret %s: %v", name, err)
+	}
+	keys, err := signing.FromData(sec.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// listed returns the ids of a webhook list response.
+func listed(t *testing.T, r response) []string {
+	t.Helper()
+	if r.status != 200 {
+		t.Fatalf("list = %d %s", r.status, r.raw)
+	}
+	var out []string
+	for _, w := range r.body["data"].([]any) {
+		out = append(out, w.(map[string]any)["id"].(string))
+	}
+	return out
+}
+
+func contains(ids []string, id string) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// standardSignature is the Standard Webhooks v1 signature of a delivery.
+func standardSignature(key []byte, msgID, timestamp string, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(msgID + "." + timestamp + "."))
+	m.Write(body)
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+func TestCreatingAWebhookReturnsTheSecretThatSigns(t *testing.T) {
+	f := newWebhookFixture(t)
+	r := f.do(t, "POST", "/api/webhooks", f.adv, orderHook)
+	if r.status != 201 {
+		t.Fatalf("create = %d %s", r.status, r.raw)
+	}
+	if r.body["company_id"] != f.advID || r.body["ready"] != true || r.body["rotation_grace_period_seconds"] != float64(86400) ||
+		r.body["url"] != "https://receiver.example/hooks" || r.body["description"] != "orders" || r.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("created %s", r.raw)
+	}
+	id, secret := r.body["id"].(string), r.body["secret"].(string)
+	returned, err := signing.Key(secret)
+	if err != nil {
+		t.Fatalf("the returned secret: %v", err)
+	}
+	// A delivery signed with the Secret's key verifies with the secret the API returned.
+	stored, err := signing.Key(f.signingSecret(t, id).Current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"event":"conversion.created","data":{"id":"cnv_1"},"timestamp":"2026-03-01T12:00:00Z"}`)
+	sent := standardSignature(stored, "msg_1", "1772366400", body)
+	if !hmac.Equal([]byte(sent), []byte(standardSignature(returned, "msg_1", "1772366400", body))) {
+		t.Fatal("a signature made with the Secret's key does not verify with the returned secret")
+	}
+
+	got := f.do(t, "GET", "/api/webhooks/"+id, f.adv, "")
+	if got.status != 200 || got.body["id"] != id || got.body["secret"] != nil || strings.Contains(got.raw, secret) {
+		t.Fatalf("get = %d %s", got.status, got.raw)
+	}
+	if l := f.do(t, "GET", "/api/webhooks", f.adv, ""); strings.Contains(l.raw, secret) || !contains(listed(t, l), id) {
+		t.Fatalf("list = %s", l.raw)
+	}
+}
+
+func TestACompanyNeverReachesAnothersWebhook(t *testing.T) {
+	f := newWebhookFixture(t)
+	id, _ := f.create(t, f.adv, orderHook)
+	cases := []struct {
+		name, method, path, body string
+	}{
+		{"another company's get is 404", "GET", "/api/webhooks/" + id, ""},
+		{"another company's patch is 404", "PATCH", "/api/webhooks/" + id, `{"description": "mine now"}`},
+		{"another company's rotation is 404", "PUT", "/api/webhooks/" + id + "/rotate-secret", ""},
+		{"another company's delete is 404", "DELETE", "/api/webhooks/" + id, ""},
+		{"a malformed id is 404", "GET", "/api/webhooks/wh-not-an-id", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if r := f.do(t, c.method, c.path, f.aff, c.body); r.status != 404 || r.body["code"] != "not_found" {
+				t.Fatalf("%s %s = %d %s", c.method, c.path, r.status, r.raw)
+			}
+		})
+	}
+	if ids := listed(t, f.do(t, "GET", "/api/webhooks", f.aff, "")); len(ids) != 0 {
+		t.Fatalf("the other company lists %v", ids)
+	}
+	if got := f.do(t, "GET", "/api/webhooks/"+id, f.adv, ""); got.body["description"] != "orders" {
+		t.Fatalf("the other company's PATCH changed it: %s", got.raw)
+	}
+	if ids := listed(t, f.do(t, "GET", "/api/webhooks", f.adv, "")); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("the owner lists %v", ids)
+	}
+}
+
+func TestPatchingAndDeletingAWebhook(t *testing.T) {
+	f := newWebhookFixture(t)
+	id, _ := f.create(t, f.adv, orderHook)
+	r := f.do(t, "PATCH", "/api/webhooks/"+id, f.adv, `{"url": "https://elsewhere.example/h", "events": ["partnership.created"], "suspended": true, "rotation_grace_period_seconds": 3600}`)
+	if r.status != 200 || r.body["url"] != "https://elsewhere.example/h" || r.body["suspended"] != true ||
+		r.body["rotation_grace_period_seconds"] != float64(3600) || r.body["description"] != "orders" {
+		t.Fatalf("patch = %d %s", r.status, r.raw)
+	}
+	if ev := r.body["events"].([]any); len(ev) != 1 || ev[0] != "partnership.created" {
+		t.Fatalf("events after patch: %v", ev)
+	}
+	if r := f.do(t, "DELETE", "/api/webhooks/"+id, f.adv, ""); r.status != 204 {
+		t.Fatalf("delete = %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "GET", "/api/webhooks/"+id, f.adv, ""); r.status != 404 {
+		t.Fatalf("get after delete = %d", r.status)
+	}
+	if r := f.do(t, "DELETE", "/api/webhooks/"+id, f.adv, ""); r.status != 404 {
+		t.Fatalf("second delete = %d", r.status)
+	}
+}
+
+func TestAWebhookAppliedWithKubectlAppearsInItsCompanysListOnly(t *testing.T) {
+	f := newWebhookFixture(t)
+	w := &v1alpha1.Webhook{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "acme-orders"},
+		Spec: v1alpha1.WebhookSpec{CompanyID: f.advID, URL: "https://hooks.acme.example/partnerstream",
+			Events: []v1alpha1.EventType{v1alpha1.EventConversionCreated}},
+	}
+	if err := kube.Client.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	kubetest.Eventually(t, 15*time.Second, func() (bool, string) {
+		r := f.do(t, "GET", "/api/webhooks", f.adv, "")
+		for _, d := range r.body["data"].([]any) {
+			if d := d.(map[string]any); d["url"] == "https://hooks.acme.example/partnerstream" {
+				id = d["id"].(string)
+				return true, ""
+			}
+		}
+		return false, "the applied Webhook is not in its company's list: " + r.raw
+	})
+	if ids := listed(t, f.do(t, "GET", "/api/v1/webhooks", f.advKey, "")); !contains(ids, id) {
+		t.Fatalf("the public API does not list it: %v", ids)
+	}
+	if r := f.do(t, "GET", "/api/webhooks/"+id, f.adv, ""); r.status != 200 || r.body["id"] != id {
+		t.Fatalf("get by its company = %d %s", r.status, r.raw)
+	}
+	for name, who := range map[string]map[string]string{"dashboard": f.aff, "public API": f.affKey} {
+		path := "/api/webhooks"
+		if name == "public API" {
+			path = "/api/v1/webhooks"
+		}
+		if ids := listed(t, f.do(t, "GET", path, who, "")); contains(ids, id) {
+			t.Errorf("another company's %s list has it", name)
+		}
+	}
+	if r := f.do(t, "GET", "/api/webhooks/"+id, f.aff, ""); r.status != 404 {
+		t.Fatalf("get by another company = %d", r.status)
+	}
+}
+
+func TestRotationReturnsANewSecretAndTheOldOneSignsUntilTheGraceEnds(t *testing.T) {
+	f := newWebhookFixture(t)
+	id, first := f.create(t, f.adv, orderHook)
+	before := time.Now().Truncate(time.Second)
+	r := f.do(t, "PUT", "/api/webhooks/"+id+"/rotate-secret", f.adv, "")
+	if r.status != 200 || r.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("rotate = %d %s", r.status, r.raw)
+	}
+	second, _ := r.body["secret"].(string)
+	if _, err := signing.Key(second); err != nil || second == first {
+		t.Fatalf("rotation returned %q...: %v", second[:min(len(second), 8)], err)
+	}
+	expires, err := time.Parse(time.RFC3339, r.body["previous_secret_expires_at"].(string))
+	if err != nil || expires.Before(before.Add(24*time.Hour)) || expires.After(time.Now().Add(24*time.Hour)) {
+		t.Fatalf("previous_secret_expires_at = %v, want about 24h from now", r.body["previous_secret_expires_at"])
+	}
+	keys := f.signingSecret(t, id)
+	if keys.Current != second || keys.Previous != first || !keys.PreviousExpiresAt.Equal(expires) {
+		t.Fatal("the Secret does not hold the new secret with the old one as previous until the answered expiry")
+	}
+
+	// The grace period ends: the controller, woken by an edit, drops the old secret.
+	f.skew.Store(int64(24*time.Hour + time.Minute))
+	if r := f.do(t, "PATCH", "/api/webhooks/"+id, f.adv, `{"description": "after the grace"}`); r.status != 200 {
+		t.Fatalf("patch = %d %s", r.status, r.raw)
+	}
+	kubetest.Eventually(t, 15*time.Second, func() (bool, string) {
+		k := f.signingSecret(t, id)
+		return k.Previous == "" && k.Current == second, "the previous secret is still in the Secret after its grace period"
+	})
+	kubetest.Eventually(t, 15*time.Second, func() (bool, string) {
+		r := f.do(t, "GET", "/api/webhooks/"+id, f.adv, "")
+		return r.body["previous_secret_expires_at"] == nil, "previous_secret_expires_at is still shown: " + r.raw
+	})
+}
+
+func TestInvalidWebhooksAreRefusedWithTheReason(t *testing.T) {
+	f := newWebhookFixture(t)
+	id, _ := f.create(t, f.adv, orderHook)
+	cases := []struct {
+		name, method, path, body string
+		code, field, message     string
+	}{
+		{"http to a public host", "POST", "/api/webhooks", `{"url": "http://receiver.example/h", "events": ["conversion.created"]}`,
+			"validation_failed", "url", "url must use https:// (http:// is allowed only for localhost, 127.0.0.1 and [::1])"},
+		{"no events", "POST", "/api/webhooks", `{"url": "https://receiver.example/h", "events": []}`,
+			"validation_failed", "events", "at least one event is required"},
+		{"an unknown event", "POST", "/api/webhooks", `{"url": "https://receiver.example/h", "events": ["order.shipped"]}`,
+			"validation_failed", "events[0]", "Unsupported value"},
+		{"a relative URL", "POST", "/api/webhooks", `{"url": "/h", "events": ["conversion.created"]}`,
+			"validation_failed", "url", "url must be an absolute URL with a host"},
+		{"a grace period that would overflow a duration", "POST", "/api/webhooks", `{"url": "https://receiver.example/h", "events": ["conversion.created"], "rotation_grace_period_seconds": 18446744074}`,
+			"validation_failed", "rotation_grace_period_seconds", "between 0 and 604800"},
+		{"an unknown field", "POST", "/api/webhooks", `{"url": "https://receiver.example/h", "events": ["conversion.created"], "company_id": "co_x"}`,
+			"invalid_json", "", "company_id"},
+		{"a patch to http on a public host", "PATCH", "/api/webhooks/" + id, `{"url": "http://receiver.example/h"}`,
+			"validation_failed", "url", "url must use https://"},
+		{"a patch to no events", "PATCH", "/api/webhooks/" + id, `{"events": []}`,
+			"validation_failed", "events", "at least one event is required"},
+		{"a rotation with a body", "PUT", "/api/webhooks/" + id + "/rotate-secret", `{"grace": "1h"}`,
+			"invalid_json", "", "grace"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := f.do(t, c.method, c.path, f.adv, c.body)
+			if r.status != 400 || r.body["code"] != c.code || !strings.Contains(r.raw, c.message) {
+				t.Fatalf("= %d %s; want 400 %s with %q", r.status, r.raw, c.code, c.message)
+			}
+			if c.field == "" {
+				return
+			}
+			for _, e := range r.body["errors"].([]any) {
+				if e := e.(map[string]any); e["field"] == c.field && strings.Contains(e["message"].(string), c.message) {
+					return
+				}
+			}
+			t.Fatalf("no error on field %q with %q: %s", c.field, c.message, r.raw)
+		})
+	}
+	if ids := listed(t, f.do(t, "GET", "/api/webhooks", f.adv, "")); len(ids) != 1 {
+		t.Fatalf("refused webhooks were created: %v", ids)
+	}
+}
+
+func TestMembersReadWebhooksButOnlyOwnersAndAdminsChangeThem(t *testing.T) {
+	f := newWebhookFixture(t)
+	id, _ := f.create(t, f.adv, orderHook)
+	if ids := listed(t, f.do(t, "GET", "/api/webhooks", f.member, "")); !contains(ids, id) {
+		t.Fatal("a member cannot list")
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/api/webhooks", orderHook},
+		{"PATCH", "/api/webhooks/" + id, `{"suspended": true}`},
+		{"PUT", "/api/webhooks/" + id + "/rotate-secret", ""},
+		{"DELETE", "/api/webhooks/" + id, ""},
+	} {
+		if r := f.do(t, c.method, c.path, f.member, c.body); r.status != 403 || r.body["code"] != "forbidden" {
+			t.Errorf("a member's %s %s = %d %s", c.method, c.path, r.status, r.raw)
+		}
+	}
+	// An admin of the other company can create its own.
+	if id, _ := f.create(t, f.aff, orderHook); id == "" {
+		t.Fatal("an admin could not create")
+	}
+}
+
+func TestThePublicAPIListsWebhooksReadOnly(t *testing.T) {
+	f := newWebhookFixture(t)
+	var made []string
+	for range 3 {
+		id, _ := f.create(t, f.adv, orderHook)
+		made = append(made, id)
+	}
+	r := f.do(t, "GET", "/api/v1/webhooks?limit=2", f.advKey, "")
+	page1 := listed(t, r)
+	if len(page1) != 2 || page1[0] != made[2] || page1[1] != made[1] || r.body["next_cursor"] == "" || strings.Contains(r.raw, "whsec_") {
+		t.Fatalf("first page = %s", r.raw)
+	}
+	page2 := listed(t, f.do(t, "GET", "/api/v1/webhooks?limit=2&cursor="+r.body["next_cursor"].(string), f.advKey, ""))
+	if len(page2) != 1 || page2[0] != made[0] {
+		t.Fatalf("second page = %v", page2)
+	}
+	if r := f.do(t, "POST", "/api/v1/webhooks", f.advKey, orderHook); r.status != 405 {
+		t.Fatalf("POST /api/v1/webhooks = %d %s, want 405", r.status, r.raw)
+	}
+	if r := f.do(t, "GET", "/api/v1/webhooks", nil, ""); r.status != 401 {
+		t.Fatalf("without a key = %d", r.status)
+	}
+	if ids := listed(t, f.do(t, "GET", "/api/v1/webhooks", f.affKey, "")); len(ids) != 0 {
+		t.Fatalf("another company's key lists %v", ids)
+	}
+}
+
+func TestACreateRetriedWithTheSameIdempotencyKeyMakesOneWebhook(t *testing.T) {
+	f := newWebhookFixture(t)
+	h := map[string]string{"Idempotency-Key": "create-orders-hook"}
+	for k, v := range f.adv {
+		h[k] = v
+	}
+	first := f.do(t, "POST", "/api/webhooks", h, orderHook)
+	again := f.do(t, "POST", "/api/webhooks", h, orderHook)
+	if first.status != 201 || again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" || first.body["id"] != again.body["id"] {
+		t.Fatalf("first %d %v, retry %d %v", first.status, first.body["id"], again.status, again.body["id"])
+	}
+	if ids := listed(t, f.do(t, "GET", "/api/webhooks", f.adv, "")); len(ids) != 1 {
+		t.Fatalf("%d webhooks after a retried create", len(ids))
+	}
+}
+
+func TestWithoutTheControllerACreateIsUndoneWith503(t *testing.T) {
+	kube.Require(t)
+	f := newBareFixture(t)
+	ns := kube.Namespace(t) // no controller runs here
+	f.srv.MountWebhooks(webhooks.NewService(kube.Client, webhooks.Options{Namespace: ns, Wait: 300 * time.Millisecond}))
+	adv := f.dashboardAs(t, "advertiser", "owner")
+	r := f.do(t, "POST", "/api/webhooks", adv, orderHook)
+	if r.status != 503 || r.body["code"] != "webhook_controller_unavailable" || r.header.Get("Retry-After") != "5" || strings.Contains(r.raw, "whsec_") {
+		t.Fatalf("create without a controller = %d retry-after=%q %s", r.status, r.header.Get("Retry-After"), r.raw)
+	}
+	var list v1alpha1.WebhookList
+	if err := kube.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
+		t.Fatalf("%d Webhooks left behind (%v)", len(list.Items), err)
+	}
+}

@@ -1,0 +1,196 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/stats"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
+	"github.com/partnerstream/partnerstream/internal/testenv"
+)
+
+// benchEvents is how many clicks the throughput benchmark moves.
+const benchEvents = 300_000
+
+// benchClick is a click as the redirect records it, with realistic field sizes.
+func benchClick(i int, at time.Time) events.Click {
+	return events.Click{
+		ClickID: fmt.Sprintf("clk_%026d", i), OccurredAt: at, LinkID: fmt.Sprintf("lnk_%026d", i%3000),
+		ProgramID: fmt.Sprintf("prg_%026d", i%20), AffiliateID: fmt.Sprintf("co_%026d", i%1000), AdvertiserID: "co_bench",
+		Sub1: fmt.Sprintf("s%d", i%5), IP: "203.0.113.7", Country: "ES", LandingURL: "https://shop.example/landing?utm_source=aff",
+		UserAgent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
+		Referrer:  "https://blog.example/reviews/best-running-shoes", IsDuplicate: i%5 == 0,
+	}
+}
+
+// openBenchDB is a migrated database of its own.
+func openBenchDB(b *testing.B) *env {
+	b.Helper()
+	ctx := context.Background()
+	addr, db := testenv.ClickHouse(b)
+	conn, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	if err := chstore.Migrate(ctx, conn, db, nil); err != nil {
+		b.Fatal(err)
+	}
+	return &env{addr: addr, db: db, conn: conn}
+}
+
+// BenchmarkIngestThroughput is half of `make bench-ingest`: events per second from the topic
+// to queryable rows (clicks and rollups), beside clickhouse-go's raw batch insert of the same
+// rows into the same schema in the same run, in batches of the same size. Both pay for the
+// materialized views; only ingest also fetches, decodes and deduplicates.
+func BenchmarkIngestThroughput(b *testing.B) {
+	ctx := context.Background()
+	at := time.Now().UTC().Truncate(time.Second)
+	clicks := make([]Click, benchEvents)
+	msgs := make([]kafkago.Message, benchEvents)
+	for i := range clicks {
+		clicks[i] = Click{Click: benchClick(i, at), Partition: int32(i % 6), Offset: int64(i / 6)}
+		body, _ := json.Marshal(clicks[i].Click)
+		msgs[i] = kafkago.Message{Key: []byte(clicks[i].ClickID), Value: body}
+	}
+
+	for range b.N {
+		// The baseline: the same rows, already in memory, straight into ClickHouse.
+		raw := openBenchDB(b)
+		began := time.Now()
+		for off := 0; off < len(clicks); off += DefaultBatchSize {
+			batch, err := raw.conn.PrepareBatch(ctx, "INSERT INTO "+raw.db+".clicks ("+clickColumns+")")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, c := range clicks[off:min(off+DefaultBatchSize, len(clicks))] {
+				if err := batch.Append(c.ClickID, c.OccurredAt, c.LinkID, c.ProgramID, c.AffiliateID, c.AdvertiserID, c.PromotionID,
+					c.Sub1, c.Sub2, c.Sub3, c.Sub4, c.Sub5, c.IP, c.UserAgent, c.Referrer, c.Country, flag(c.IsBot), flag(c.IsDuplicate),
+					c.Partition, c.Offset); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := batch.Send(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rawRate := float64(len(clicks)) / time.Since(began).Seconds()
+
+		// Ingest: the same clicks on the topic, to queryable rows.
+		e := newEnv(b)
+		e.produce(b, kafka.TopicClicks, msgs)
+		s := e.service(b, Options{})
+		begin := time.Now()
+		stop := start(b, s)
+		for s.clicks.received.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		first := time.Now()
+		query := "SELECT sum(clicks) FROM " + e.db + ".clicks_daily"
+		for e.count(b, query) < uint64(len(clicks)) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		done := time.Now()
+		stop()
+		ingestRate := float64(len(clicks)) / done.Sub(first).Seconds()
+		b.ReportMetric(rawRate, "raw-rows/s")
+		b.ReportMetric(ingestRate, "ingest-events/s")
+		b.ReportMetric(100*ingestRate/rawRate, "%-of-raw")
+		b.Logf("%d clicks: raw batch insert %.0f rows/s; ingest %.0f events/s from the first fetched message (%.0f%% of raw), %.0f events/s counting the group join",
+			len(clicks), rawRate, ingestRate, 100*ingestRate/rawRate, float64(len(clicks))/done.Sub(begin).Seconds())
+	}
+}
+
+// BenchmarkClickToVisible is the other half of `make bench-ingest`: clicks produced at a
+// steady rate with ingest running at its defaults (10,000 messages or 1 s per batch), each on
+// a link of its own, and the stats polled until each link shows its click. It reports the
+// latency from the produce call to the click counting in the stats.
+func BenchmarkClickToVisible(b *testing.B) {
+	const (
+		rate     = 200 // clicks per second
+		duration = 15 * time.Second
+		poll     = 25 * time.Millisecond
+	)
+	ctx := context.Background()
+	for range b.N {
+		e := newEnv(b)
+		stop := start(b, e.service(b, Options{}))
+		q := stats.New(e.conn, e.db, stats.Options{})
+		scope := stats.Scope{CompanyID: "co_bench", Kind: identity.Advertiser}
+		w := kafka.NewWriter(e.kafka, kafka.TopicClicks)
+		w.BatchTimeout = time.Millisecond
+
+		// Warm up: the group has joined once a first click is visible.
+		warm := benchClick(-1, time.Now().UTC())
+		body, _ := json.Marshal(warm)
+		if err := w.WriteMessages(ctx, kafkago.Message{Key: []byte(warm.ClickID), Value: body}); err != nil {
+			b.Fatal(err)
+		}
+		for e.count(b, "SELECT count() FROM "+e.db+".clicks") == 0 {
+			time.Sleep(poll)
+		}
+
+		n := int(duration.Seconds()) * rate
+		var mu sync.Mutex
+		produced := make(map[string]time.Time, n)
+		go func() {
+			tick := time.NewTicker(time.Second / rate)
+			defer tick.Stop()
+			for i := range n {
+				<-tick.C
+				c := benchClick(i, time.Now().UTC())
+				c.LinkID = fmt.Sprintf("lnk_visible_%06d", i)
+				body, _ := json.Marshal(c)
+				t := time.Now()
+				if err := w.WriteMessages(ctx, kafkago.Message{Key: []byte(c.ClickID), Value: body}); err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				produced[c.LinkID] = t
+				mu.Unlock()
+			}
+		}()
+		seen := map[string]bool{}
+		var latencies []time.Duration
+		deadline := time.Now().Add(duration + 30*time.Second)
+		for len(latencies) < n && time.Now().Before(deadline) {
+			rows, err := q.Query(ctx, scope, stats.Params{GroupBy: stats.Link})
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := time.Now()
+			mu.Lock()
+			for _, r := range rows {
+				if t, ok := produced[r.LinkID]; ok && !seen[r.LinkID] && r.Clicks > 0 {
+					seen[r.LinkID] = true
+					latencies = append(latencies, now.Sub(t))
+				}
+			}
+			mu.Unlock()
+			time.Sleep(poll)
+		}
+		_ = w.Close()
+		stop()
+		if len(latencies) < n {
+			b.Fatalf("%d of %d clicks became visible", len(latencies), n)
+		}
+		slices.Sort(latencies)
+		p50, p95, p99 := latencies[n/2], latencies[n*95/100], latencies[n*99/100]
+		b.ReportMetric(float64(p50.Milliseconds()), "p50-ms")
+		b.ReportMetric(float64(p95.Milliseconds()), "p95-ms")
+		b.ReportMetric(float64(p99.Milliseconds()), "p99-ms")
+		b.Logf("%d clicks at %d/s: click to visible in stats p50 %s, p95 %s, p99 %s, max %s (polling every %s)",
+			n, rate, p50, p95, p99, latencies[n-1], poll)
+	}
+}

@@ -1,0 +1,479 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/stats"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
+	"github.com/partnerstream/partnerstream/internal/testenv"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envChild) != "" {
+		os.Exit(runChild())
+	}
+	os.Exit(m.Run())
+}
+
+// env is one test's Kafka broker and ClickHouse database, migrated.
+type env struct {
+	kafka kafka.Config
+	addr  string
+	db    string
+	conn  driver.Conn
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	ctx := context.Background()
+	addr, db := testenv.ClickHouse(t)
+	conn, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if err := chstore.Migrate(ctx, conn, db, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := kafka.Config{Brokers: testenv.Kafka(t), Partitions: 6, ReplicationFactor: 1, Retention: time.Hour, ClientID: "ingest-test"}
+	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicClicks, kafka.TopicEvents); err != nil {
+		t.Fatal(err)
+	}
+	return &env{kafka: cfg, addr: addr, db: db, conn: conn}
+}
+
+func (e *env) service(t testing.TB, o Options) *Service {
+	t.Helper()
+	o.Kafka, o.ClickHouse, o.Database = e.kafka, e.conn, e.db
+	if o.Log == nil {
+		o.Log = quiet
+	}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// start runs s until the test ends (or the returned stop is called) and fails the test if
+// Run returns an error.
+func start(t testing.TB, s *Service) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// produce writes messages to a topic, keyed as the platform keys them.
+func (e *env) produce(t testing.TB, topic string, msgs []kafkago.Message) {
+	t.Helper()
+	w := kafka.NewWriter(e.kafka, topic)
+	defer w.Close()
+	w.BatchSize = 1000
+	for len(msgs) > 0 {
+		n := min(len(msgs), 5000)
+		if err := w.WriteMessages(context.Background(), msgs[:n]...); err != nil {
+			t.Fatalf("produce to %s: %v", topic, err)
+		}
+		msgs = msgs[n:]
+	}
+}
+
+// waitCaughtUp waits until the consumer group has committed every message of topic.
+func (e *env) waitCaughtUp(t testing.TB, group, topic string, timeout time.Duration) {
+	t.Helper()
+	client := &kafkago.Client{Addr: kafkago.TCP(e.kafka.Brokers...), Timeout: 5 * time.Second}
+	parts := make([]int, e.kafka.Partitions)
+	reqs := make([]kafkago.OffsetRequest, e.kafka.Partitions)
+	for i := range parts {
+		parts[i] = i
+		reqs[i] = kafkago.LastOffsetOf(i)
+	}
+	deadline := time.Now().Add(timeout)
+	var behind string
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ends, err1 := client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: reqs}})
+		committed, err2 := client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+		cancel()
+		if err1 == nil && err2 == nil {
+			end := map[int]int64{}
+			for _, p := range ends.Topics[topic] {
+				end[p.Partition] = p.LastOffset
+			}
+			behind = ""
+			for _, p := range committed.Topics[topic] {
+				if end[p.Partition] > 0 && p.CommittedOffset < end[p.Partition] {
+					behind += fmt.Sprintf(" p%d:%d<%d", p.Partition, p.CommittedOffset, end[p.Partition])
+				}
+			}
+			if behind == "" {
+				return
+			}
+		} else {
+			behind = fmt.Sprint(err1, err2)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("group %s has not caught up with %s after %s:%s", group, topic, timeout, behind)
+}
+
+func (e *env) count(t testing.TB, query string) uint64 {
+	t.Helper()
+	var n uint64
+	if err := e.conn.QueryRow(context.Background(), query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// dataset is a deterministic stream of clicks and domain events as the tracker and the
+// conversions service emit them, with the duplicates at-least-once delivery produces.
+type dataset struct {
+	clicks []events.Click    // in produce order, duplicates included
+	events []events.Envelope // in produce order, duplicates and late stale copies included
+}
+
+type company struct{ id, kind string }
+
+var (
+	advA = company{"co_adv_a", identity.Advertiser}
+	advB = company{"co_adv_b", identity.Advertiser}
+	affX = company{"co_aff_x", identity.Affiliate}
+	affY = company{"co_aff_y", identity.Affiliate}
+	affZ = company{"co_aff_z", identity.Affiliate}
+)
+
+type program struct {
+	id       string
+	adv      company
+	currency string
+}
+
+var programs = []program{{"prg_a1", advA, "EUR"}, {"prg_a2", advA, "EUR"}, {"prg_b1", advB, "USD"}}
+
+// The dataset's days: traffic on 1, 2, 4 and 5 November; the 3rd has none.
+var (
+	firstDay    = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	trafficDays = []int{0, 1, 3, 4}
+	rangeFrom   = firstDay.AddDate(0, 0, -2)
+	rangeTo     = firstDay.AddDate(0, 0, 6)
+)
+
+func newDataset(seed uint64, nClicks int) dataset {
+	r := rand.New(rand.NewPCG(seed, 7))
+	var d dataset
+	sub1s := []string{"", "email", "social", "seo"}
+	for i := range nClicks {
+		p := programs[r.IntN(len(programs))]
+		aff := []company{affX, affY, affZ}[r.IntN(3)]
+		day := trafficDays[r.IntN(len(trafficDays))]
+		c := events.Click{
+			ClickID:      fmt.Sprintf("clk_%06d_%d", i, seed),
+			OccurredAt:   firstDay.AddDate(0, 0, day).Add(time.Duration(r.IntN(86400)) * time.Second),
+			LinkID:       fmt.Sprintf("lnk_%s_%s_%d", p.id, aff.id, r.IntN(2)),
+			ProgramID:    p.id,
+			AffiliateID:  aff.id,
+			AdvertiserID: p.adv.id,
+			Sub1:         sub1s[r.IntN(len(sub1s))],
+			IP:           fmt.Sprintf("203.0.113.%d", r.IntN(250)),
+			UserAgent:    "Mozilla/5.0",
+			IsBot:        r.IntN(20) == 0,
+			IsDuplicate:  r.IntN(5) == 0,
+			LandingURL:   "https://shop.example/",
+		}
+		d.clicks = append(d.clicks, c)
+		if r.IntN(20) == 0 { // a producer's retry
+			d.clicks = append(d.clicks, c)
+		}
+		if !c.IsBot && r.IntN(25) == 0 {
+			d.events = append(d.events, conversionLifecycle(r, c, p, len(d.events))...)
+		}
+	}
+	// A relay crash republishes a stretch of events, ids unchanged, after newer ones.
+	d.events = append(d.events, d.events[:len(d.events)/10]...)
+	d.events = append(d.events, events.Envelope{ID: "evt_partnership", Type: events.PartnershipCreated,
+		OccurredAt: firstDay, AdvertiserID: advA.id, AffiliateID: affX.id, Data: json.RawMessage(`{"id":"ptn_1"}`)})
+	return d
+}
+
+// conversionLifecycle emits the events of one conversion the way the conversions service
+// does: per status change, conversion.<status> (when there is one) and
+// commission.status_changed, both with the same data and version.
+func conversionLifecycle(r *rand.Rand, c events.Click, p program, n int) []events.Envelope {
+	paths := [][]string{
+		{stats.Pending},
+		{stats.Pending, stats.Approved},
+		{stats.Pending, stats.Approved, stats.Paid},
+		{stats.Pending, stats.Rejected},
+		{stats.Pending, stats.Approved, stats.Reversed},
+	}
+	path := paths[r.IntN(len(paths))]
+	amount := int64(1000 + r.IntN(50000))
+	data := events.ConversionData{
+		ID: fmt.Sprintf("cnv_%s", c.ClickID[4:]), Type: "sale", Amount: money.Format(amount, p.currency),
+		Currency: p.currency, CommissionID: "cms_" + c.ClickID[4:], CommissionAmount: money.Format(amount/10, p.currency),
+		ProgramID: p.id, AffiliateID: c.AffiliateID, AdvertiserID: c.AdvertiserID, ClickID: c.ClickID,
+		ExternalID: "order-" + c.ClickID, OccurredAt: c.OccurredAt.Add(time.Duration(r.IntN(3600)) * time.Second),
+	}
+	var out []events.Envelope
+	previous := ""
+	for i, status := range path {
+		data.Status, data.PreviousStatus, data.Version = status, previous, int64(i+1)
+		previous = status
+		body, _ := json.Marshal(data)
+		types := []string{events.CommissionStatusChanged}
+		switch status {
+		case stats.Pending:
+			types = []string{events.ConversionCreated, events.CommissionStatusChanged}
+		case stats.Approved:
+			types = []string{events.ConversionApproved, events.CommissionStatusChanged}
+		case stats.Rejected:
+			types = []string{events.ConversionRejected, events.CommissionStatusChanged}
+		}
+		for _, typ := range types {
+			out = append(out, events.Envelope{ID: fmt.Sprintf("evt_%d_%d", n, len(out)), Type: typ, OccurredAt: data.OccurredAt,
+				AdvertiserID: data.AdvertiserID, AffiliateID: data.AffiliateID, ProgramID: data.ProgramID, Data: body})
+		}
+	}
+	return out
+}
+
+func (d dataset) clickMessages() []kafkago.Message {
+	out := make([]kafkago.Message, len(d.clicks))
+	for i, c := range d.clicks {
+		b, _ := json.Marshal(c)
+		out[i] = kafkago.Message{Key: []byte(c.ClickID), Value: b}
+	}
+	return out
+}
+
+func (d dataset) eventMessages() []kafkago.Message {
+	out := make([]kafkago.Message, len(d.events))
+	for i, e := range d.events {
+		b, _ := json.Marshal(e)
+		key := e.ID
+		var data events.ConversionData
+		if json.Unmarshal(e.Data, &data) == nil && data.ID != "" {
+			key = data.ID // the aggregate: a conversion's events share a partition
+		}
+		out[i] = kafkago.Message{Key: []byte(key), Value: b}
+	}
+	return out
+}
+
+// distinctClicks is how many clicks (by id) the dataset holds.
+func (d dataset) distinctClicks() int {
+	seen := map[string]bool{}
+	for _, c := range d.clicks {
+		seen[c.ClickID] = true
+	}
+	return len(seen)
+}
+
+// expected computes the figures of docs/stats.md straight from the source events: the
+// reference the rollups must equal.
+func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, currency string) map[string]stats.Row {
+	mine := func(adv, aff string) bool {
+		if scope.kind == identity.Advertiser {
+			return adv == scope.id
+		}
+		return aff == scope.id
+	}
+	out := map[string]stats.Row{}
+	row := func(day time.Time, program, affiliate, link, sub1 string) (string, stats.Row) {
+		var r stats.Row
+		var key string
+		switch g {
+		case stats.Day:
+			r.Day, key = day, day.Format(time.DateOnly)
+		case stats.Program:
+			r.ProgramID, key = program, program
+		case stats.Affiliate:
+			r.AffiliateID, key = affiliate, affiliate
+		case stats.Link:
+			r.LinkID, r.ProgramID, r.AffiliateID, key = link, program, affiliate, link
+		case stats.Sub1:
+			r.Sub1, key = sub1, sub1
+		}
+		if have, ok := out[key]; ok {
+			return key, have
+		}
+		return key, r
+	}
+	inRange := func(t time.Time) bool { return !t.Before(from) && t.Before(to.AddDate(0, 0, 1)) }
+	clicks := map[string]events.Click{}
+	for _, c := range d.clicks {
+		if _, dup := clicks[c.ClickID]; dup {
+			continue
+		}
+		clicks[c.ClickID] = c
+		if c.IsBot || !mine(c.AdvertiserID, c.AffiliateID) || !inRange(c.OccurredAt) {
+			continue
+		}
+		key, r := row(c.OccurredAt.Truncate(24*time.Hour), c.ProgramID, c.AffiliateID, c.LinkID, c.Sub1)
+		r.Clicks++
+		if !c.IsDuplicate {
+			r.UniqueClicks++
+		}
+		out[key] = r
+	}
+	latest := map[string]events.ConversionData{}
+	var order []string
+	for _, e := range d.events {
+		var data events.ConversionData
+		if e.Type == events.PartnershipCreated || json.Unmarshal(e.Data, &data) != nil {
+			continue
+		}
+		have, ok := latest[data.ID]
+		if !ok {
+			order = append(order, data.ID)
+		}
+		if !ok || data.Version > have.Version {
+			latest[data.ID] = data
+		}
+	}
+	currencies := map[string]bool{}
+	for _, id := range order {
+		data := latest[id]
+		if !mine(data.AdvertiserID, data.AffiliateID) || !inRange(data.OccurredAt) || (currency != "" && data.Currency != currency) {
+			continue
+		}
+		currencies[data.Currency] = true
+		click := clicks[data.ClickID]
+		key, r := row(data.OccurredAt.Truncate(24*time.Hour), data.ProgramID, data.AffiliateID, click.LinkID, click.Sub1)
+		amount, _ := money.Parse(data.Amount, data.Currency)
+		commission, _ := money.Parse(data.CommissionAmount, data.Currency)
+		r.Conversions.Total++
+		switch data.Status {
+		case stats.Pending:
+			r.Conversions.Pending++
+		case stats.Approved:
+			r.Conversions.Approved++
+		case stats.Rejected:
+			r.Conversions.Rejected++
+		case stats.Paid:
+			r.Conversions.Paid++
+		case stats.Reversed:
+			r.Conversions.Reversed++
+		}
+		if data.Status == stats.Pending || data.Status == stats.Approved || data.Status == stats.Paid {
+			r.SaleAmount += amount
+			r.Commission += commission
+		}
+		r.Currency = data.Currency
+		out[key] = r
+	}
+	if g == stats.Day {
+		for day := from; !day.After(to); day = day.AddDate(0, 0, 1) {
+			key, r := row(day, "", "", "", "")
+			out[key] = r
+		}
+	}
+	if currency == "" && len(currencies) == 1 {
+		for c := range currencies {
+			currency = c
+		}
+	}
+	for k, r := range out {
+		r.Currency = currency
+		out[k] = r
+	}
+	return out
+}
+
+// assertFigures compares every grouping for every company with the reference.
+func assertFigures(t testing.TB, conn driver.Conn, db string, d dataset) {
+	t.Helper()
+	q := stats.New(conn, db, stats.Options{})
+	for _, co := range []company{advA, advB, affX, affY, affZ} {
+		for _, g := range stats.Groupings {
+			// The affiliates earn in EUR and USD, so they must pick a currency.
+			currency := ""
+			if co.kind == identity.Affiliate {
+				currency = "EUR"
+			}
+			rows, err := q.Query(context.Background(), stats.Scope{CompanyID: co.id, Kind: co.kind},
+				stats.Params{From: rangeFrom, To: rangeTo, GroupBy: g, Currency: currency})
+			if err != nil {
+				t.Fatalf("%s by %s: %v", co.id, g, err)
+			}
+			got := map[string]stats.Row{}
+			for _, r := range rows {
+				got[rowKey(g, r)] = r
+			}
+			want := d.expected(co, g, rangeFrom, rangeTo, currency)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s by %s:\n%s", co.id, g, diff(got, want))
+			}
+		}
+	}
+}
+
+func rowKey(g stats.GroupBy, r stats.Row) string {
+	switch g {
+	case stats.Day:
+		return r.Day.Format(time.DateOnly)
+	case stats.Program:
+		return r.ProgramID
+	case stats.Affiliate:
+		return r.AffiliateID
+	case stats.Link:
+		return r.LinkID
+	}
+	return r.Sub1
+}
+
+func diff(got, want map[string]stats.Row) string {
+	keys := map[string]bool{}
+	for k := range got {
+		keys[k] = true
+	}
+	for k := range want {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	var s string
+	for _, k := range sorted {
+		if !reflect.DeepEqual(got[k], want[k]) {
+			s += fmt.Sprintf("  %q\n    got  %+v\n    want %+v\n", k, got[k], want[k])
+		}
+	}
+	return s
+}

@@ -1,0 +1,390 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/ext"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/money"
+)
+
+// Click is a click event and where it sat in Kafka (kept on the row for audits and replays).
+type Click struct {
+	events.Click
+	Partition int32
+	Offset    int64
+}
+
+// Conversion is one state of a conversion, as a conversion.* or commission.status_changed
+// event carries it, with the amounts in minor units of Currency.
+type Conversion struct {
+	EventID      string
+	ID           string
+	Version      uint64
+	Status       string
+	Type         string
+	Currency     string
+	Amount       int64 // the sale amount
+	Commission   int64
+	OccurredAt   time.Time
+	AdvertiserID string
+	ProgramID    string
+	AffiliateID  string
+	LinkID       string
+	ClickID      string
+	// Sub1 is taken from the event when it carries one, otherwise from the click.
+	Sub1         string
+	CommissionID string
+	ExternalID   string
+	Partition    int32
+	Offset       int64
+}
+
+// ErrInvalid marks an event ingest cannot store (missing ids, malformed amounts). Such an
+// event is logged, counted and skipped: retrying it would block its partition forever.
+var ErrInvalid = errors.New("invalid event")
+
+// conversionTypes are the domain events that carry a conversion's state.
+var conversionTypes = map[string]bool{
+	events.ConversionCreated:       true,
+	events.ConversionApproved:      true,
+	events.ConversionRejected:      true,
+	events.CommissionStatusChanged: true,
+}
+
+// ParseConversion reads the conversion state out of a domain event. ok is false for event
+// types that carry no conversion (partnership.created), which statistics ignore.
+func ParseConversion(e events.Envelope) (c Conversion, ok bool, err error) {
+	if !conversionTypes[e.Type] {
+		return Conversion{}, false, nil
+	}
+	// sub1 is not part of the event contract yet; reading it when present lets a producer
+	// that adds it spare ingest the click lookup.
+	var d struct {
+		events.ConversionData
+		Sub1 string `json:"sub1"`
+	}
+	if err := json.Unmarshal(e.Data, &d); err != nil {
+		return Conversion{}, true, fmt.Errorf("%w: %s %s: data: %w", ErrInvalid, e.Type, e.ID, err)
+	}
+	c = Conversion{
+		EventID: e.ID, ID: d.ID, Status: d.Status, Type: d.Type, Currency: d.Currency,
+		OccurredAt: d.OccurredAt.UTC(), AdvertiserID: first(d.AdvertiserID, e.AdvertiserID),
+		ProgramID: first(d.ProgramID, e.ProgramID), AffiliateID: first(d.AffiliateID, e.AffiliateID),
+		LinkID: d.LinkID, ClickID: d.ClickID, Sub1: d.Sub1, CommissionID: d.CommissionID, ExternalID: d.ExternalID,
+	}
+	if c.OccurredAt.IsZero() {
+		c.OccurredAt = e.OccurredAt.UTC()
+	}
+	switch {
+	case c.ID == "" || c.AdvertiserID == "" || c.Status == "":
+		return Conversion{}, true, fmt.Errorf("%w: %s %s: conversion id, advertiser id and status are required", ErrInvalid, e.Type, e.ID)
+	case d.Version < 0:
+		return Conversion{}, true, fmt.Errorf("%w: %s %s: negative version %d", ErrInvalid, e.Type, e.ID, d.Version)
+	}
+	c.Version = uint64(d.Version)
+	if c.Amount, err = parseAmount(d.Amount, d.Currency); err != nil {
+		return Conversion{}, true, fmt.Errorf("%w: %s %s: amount: %w", ErrInvalid, e.Type, e.ID, err)
+	}
+	if c.Commission, err = parseAmount(d.CommissionAmount, d.Currency); err != nil {
+		return Conversion{}, true, fmt.Errorf("%w: %s %s: commission amount: %w", ErrInvalid, e.Type, e.ID, err)
+	}
+	return c, true, nil
+}
+
+// parseAmount reads a decimal string; empty means zero (a lead has no sale amount).
+func parseAmount(s, currency string) (int64, error) {
+	if s == "" {
+		if !money.ValidCurrency(currency) {
+			return 0, fmt.Errorf("%q: %w", currency, money.ErrCurrency)
+		}
+		return 0, nil
+	}
+	return money.Parse(s, currency)
+}
+
+// validClick reports what makes a click unusable for statistics.
+func validClick(c events.Click) error {
+	if c.ClickID == "" || c.AdvertiserID == "" || c.OccurredAt.IsZero() {
+		return fmt.Errorf("%w: click %q: click id, advertiser id and occurred_at are required", ErrInvalid, c.ClickID)
+	}
+	return nil
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Writer stores clicks and conversion states in ClickHouse so that writing the same input
+// again, in any split into batches, changes no figure: the raw tables feed materialized views
+// that sum every row they see, so a duplicate must never reach them. See docs/stats.md.
+//
+// Each call reads what is stored and then inserts, so calls for the same clicks or
+// conversions must not run concurrently. Ingest guarantees that by consuming each topic
+// partition in one goroutine, with every click keyed by its id and every conversion event by
+// its conversion id.
+type Writer struct {
+	conn driver.Conn
+	db   string
+	now  func() time.Time
+}
+
+// NewWriter returns a writer into database, whose schema chstore.Migrate created.
+func NewWriter(conn driver.Conn, database string) *Writer {
+	return &Writer{conn: conn, db: database, now: time.Now}
+}
+
+// WriteResult counts what a write did.
+type WriteResult struct {
+	// Written is the number of clicks inserted, or conversion states applied.
+	Written int
+	// Duplicates were already stored (a redelivery, a producer's retry) or, for conversions,
+	// not newer than the stored version.
+	Duplicates int
+}
+
+const clickColumns = `click_id, occurred_at, link_id, program_id, affiliate_id, advertiser_id, promotion_id,
+	sub1, sub2, sub3, sub4, sub5, ip, user_agent, referrer, country, is_bot, is_duplicate, kafka_partition, kafka_offset`
+
+// WriteClicks inserts the clicks whose ids are not stored yet. A click id seen twice in
+// clicks keeps its first occurrence.
+func (w *Writer) WriteClicks(ctx context.Context, clicks []Click) (WriteResult, error) {
+	seen := make(map[string]bool, len(clicks))
+	ids := make([]string, 0, len(clicks))
+	for _, c := range clicks {
+		if !seen[c.ClickID] {
+			seen[c.ClickID] = true
+			ids = append(ids, c.ClickID)
+		}
+	}
+	stored := make(map[string]bool)
+	err := w.lookup(ctx, "SELECT click_id FROM "+w.db+".click_index WHERE click_id IN _ids", ids, func(rows driver.Rows) error {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		stored[id] = true
+		return nil
+	})
+	if err != nil {
+		return WriteResult{}, fmt.Errorf("ingest: look up stored clicks: %w", err)
+	}
+	var res WriteResult
+	batch, err := w.conn.PrepareBatch(ctx, "INSERT INTO "+w.db+".clicks ("+clickColumns+")")
+	if err != nil {
+		return WriteResult{}, fmt.Errorf("ingest: prepare clicks insert: %w", err)
+	}
+	defer func() { _ = batch.Close() }()
+	for _, c := range clicks {
+		if stored[c.ClickID] || !seen[c.ClickID] {
+			res.Duplicates++
+			continue
+		}
+		seen[c.ClickID] = false // later copies in this batch are duplicates
+		err := batch.Append(c.ClickID, c.OccurredAt.UTC(), c.LinkID, c.ProgramID, c.AffiliateID, c.AdvertiserID, c.PromotionID,
+			c.Sub1, c.Sub2, c.Sub3, c.Sub4, c.Sub5, c.IP, c.UserAgent, c.Referrer, c.Country, flag(c.IsBot), flag(c.IsDuplicate),
+			c.Partition, c.Offset)
+		if err != nil {
+			return WriteResult{}, fmt.Errorf("ingest: append click %s: %w", c.ClickID, err)
+		}
+		res.Written++
+	}
+	if res.Written == 0 {
+		return res, nil
+	}
+	if err := batch.Send(); err != nil {
+		return WriteResult{}, fmt.Errorf("ingest: insert %d clicks: %w", res.Written, err)
+	}
+	return res, nil
+}
+
+func flag(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// storedConversion is what a conversion's figures currently count, from the conversions
+// table.
+type storedConversion struct {
+	Conversion
+	found bool
+}
+
+const conversionColumns = `conversion_id, version, status, type, currency, amount, commission, occurred_at,
+	advertiser_id, program_id, affiliate_id, link_id, click_id, sub1, commission_id, external_id`
+
+// WriteConversions applies each conversion's newest state in convs that is newer than the
+// stored one: it retracts what the stored state counted (a sign -1 row) and adds the new
+// state (sign +1), in one insert. Anything not newer is a duplicate and writes nothing.
+func (w *Writer) WriteConversions(ctx context.Context, convs []Conversion) (WriteResult, error) {
+	var res WriteResult
+	newest := make(map[string]int, len(convs)) // conversion id -> index in convs
+	var ids []string
+	for i, c := range convs {
+		j, ok := newest[c.ID]
+		switch {
+		case !ok:
+			newest[c.ID] = i
+			ids = append(ids, c.ID)
+		case c.Version > convs[j].Version:
+			newest[c.ID] = i
+			res.Duplicates++
+		default:
+			res.Duplicates++
+		}
+	}
+	stored, err := w.storedConversions(ctx, ids)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if err := w.attribute(ctx, convs, newest, stored); err != nil {
+		return WriteResult{}, err
+	}
+
+	batch, err := w.conn.PrepareBatch(ctx, "INSERT INTO "+w.db+".conversion_changes ("+conversionColumns+
+		", sign, event_id, kafka_partition, kafka_offset, ingested_at)")
+	if err != nil {
+		return WriteResult{}, fmt.Errorf("ingest: prepare conversions insert: %w", err)
+	}
+	defer func() { _ = batch.Close() }()
+	now := w.now().UTC()
+	for _, id := range ids {
+		c := convs[newest[id]]
+		s := stored[id]
+		if s.found && c.Version <= s.Version {
+			res.Duplicates++
+			continue
+		}
+		if s.found {
+			// The retraction carries the event that caused it, for audits.
+			if err := appendConversion(batch, s.Conversion, -1, c, now); err != nil {
+				return WriteResult{}, err
+			}
+		}
+		if err := appendConversion(batch, c, 1, c, now); err != nil {
+			return WriteResult{}, err
+		}
+		res.Written++
+	}
+	if res.Written == 0 {
+		return res, nil
+	}
+	if err := batch.Send(); err != nil {
+		return WriteResult{}, fmt.Errorf("ingest: insert %d conversion changes: %w", res.Written, err)
+	}
+	return res, nil
+}
+
+func appendConversion(batch driver.Batch, c Conversion, sign int8, cause Conversion, now time.Time) error {
+	err := batch.Append(c.ID, c.Version, c.Status, c.Type, c.Currency, c.Amount, c.Commission, c.OccurredAt.UTC(),
+		c.AdvertiserID, c.ProgramID, c.AffiliateID, c.LinkID, c.ClickID, c.Sub1, c.CommissionID, c.ExternalID,
+		sign, cause.EventID, cause.Partition, cause.Offset, now)
+	if err != nil {
+		return fmt.Errorf("ingest: append conversion %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// storedConversions reads the newest stored state of each conversion. It takes the highest
+// version itself rather than relying on FINAL, because the engine collapses versions only
+// when it merges.
+func (w *Writer) storedConversions(ctx context.Context, ids []string) (map[string]storedConversion, error) {
+	stored := make(map[string]storedConversion, len(ids))
+	err := w.lookup(ctx, "SELECT "+conversionColumns+" FROM "+w.db+".conversions WHERE conversion_id IN _ids", ids, func(rows driver.Rows) error {
+		var c Conversion
+		if err := rows.Scan(&c.ID, &c.Version, &c.Status, &c.Type, &c.Currency, &c.Amount, &c.Commission, &c.OccurredAt,
+			&c.AdvertiserID, &c.ProgramID, &c.AffiliateID, &c.LinkID, &c.ClickID, &c.Sub1, &c.CommissionID, &c.ExternalID); err != nil {
+			return err
+		}
+		if s, ok := stored[c.ID]; !ok || c.Version > s.Version {
+			stored[c.ID] = storedConversion{Conversion: c, found: true}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ingest: look up stored conversions: %w", err)
+	}
+	return stored, nil
+}
+
+// attribute gives each conversion to be written the link and sub1 of its click: from its
+// stored state when it has one (a conversion keeps its attribution), else from the click
+// index. A click not found (not ingested, or none) leaves them as the event says.
+func (w *Writer) attribute(ctx context.Context, convs []Conversion, newest map[string]int, stored map[string]storedConversion) error {
+	var clickIDs []string
+	for id, i := range newest {
+		c := &convs[i]
+		if s := stored[id]; s.found {
+			c.LinkID, c.Sub1 = first(c.LinkID, s.LinkID), first(c.Sub1, s.Sub1)
+			continue
+		}
+		if c.ClickID != "" && (c.Sub1 == "" || c.LinkID == "") {
+			clickIDs = append(clickIDs, c.ClickID)
+		}
+	}
+	if len(clickIDs) == 0 {
+		return nil
+	}
+	type click struct{ link, sub1 string }
+	clicks := make(map[string]click, len(clickIDs))
+	err := w.lookup(ctx, "SELECT click_id, link_id, sub1 FROM "+w.db+".click_index WHERE click_id IN _ids", clickIDs, func(rows driver.Rows) error {
+		var id string
+		var c click
+		if err := rows.Scan(&id, &c.link, &c.sub1); err != nil {
+			return err
+		}
+		clicks[id] = c
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ingest: look up the clicks of conversions: %w", err)
+	}
+	for id, i := range newest {
+		c := &convs[i]
+		if k, ok := clicks[c.ClickID]; ok && !stored[id].found {
+			c.LinkID, c.Sub1 = first(c.LinkID, k.link), first(c.Sub1, k.sub1)
+		}
+	}
+	return nil
+}
+
+// lookup runs query with ids as the external table _ids (one String column, click_id or
+// conversion_id by position). An external table rather than an IN list because ten thousand
+// ids would exceed the server's max_query_size; the primary key still prunes the read.
+func (w *Writer) lookup(ctx context.Context, query string, ids []string, scan func(driver.Rows) error) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	tbl, err := ext.NewTable("_ids", ext.Column("id", "String"))
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := tbl.Append(id); err != nil {
+			return err
+		}
+	}
+	rows, err := w.conn.Query(clickhouse.Context(ctx, clickhouse.WithExternalTable(tbl)), query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

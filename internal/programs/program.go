@@ -1,0 +1,307 @@
+package programs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/page"
+)
+
+// Defaults of a new program.
+const (
+	DefaultAttributionWindowDays = 30
+	DefaultClickParam            = "ps_click_id"
+)
+
+// Program is an advertiser's affiliate program.
+type Program struct {
+	ID           string `json:"id"`
+	AdvertiserID string `json:"advertiser_id"`
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	LandingURL   string `json:"landing_url"`
+	// Currency (ISO 4217) of the program's amounts; it never changes.
+	Currency              string `json:"currency"`
+	Commission            Rule   `json:"commission"`
+	AttributionWindowDays int    `json:"attribution_window_days"`
+	// HoldDays before a pending commission is approved automatically; nil: never automatic.
+	HoldDays   *int   `json:"hold_days"`
+	Visibility string `json:"visibility"`
+	Status     string `json:"status"`
+	// ClickParam is the query parameter that carries the click id to the landing page.
+	ClickParam string    `json:"click_param"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// ProgramInput creates a program. Name, landing URL, currency and commission are required;
+// the rest defaults (30 days, no hold, approval, active, ps_click_id).
+type ProgramInput struct {
+	Name                  string     `json:"name"`
+	Description           string     `json:"description"`
+	LandingURL            string     `json:"landing_url"`
+	Currency              string     `json:"currency"`
+	Commission            *RuleInput `json:"commission"`
+	AttributionWindowDays *int       `json:"attribution_window_days"`
+	HoldDays              *int       `json:"hold_days"`
+	Visibility            string     `json:"visibility"`
+	Status                string     `json:"status"`
+	ClickParam            string     `json:"click_param"`
+}
+
+// ProgramPatch changes a program: absent fields stay, hold_days null clears the hold. A
+// status change follows active <-> paused, active|paused -> archived (final). The currency
+// cannot change.
+type ProgramPatch struct {
+	Name                  Optional[string]     `json:"name"`
+	Description           Optional[string]     `json:"description"`
+	LandingURL            Optional[string]     `json:"landing_url"`
+	Currency              Optional[string]     `json:"currency"`
+	Commission            Optional[*RuleInput] `json:"commission"`
+	AttributionWindowDays Optional[*int]       `json:"attribution_window_days"`
+	HoldDays              Optional[int]        `json:"hold_days"`
+	Visibility            Optional[string]     `json:"visibility"`
+	Status                Optional[string]     `json:"status"`
+	ClickParam            Optional[string]     `json:"click_param"`
+}
+
+// ProgramFilter narrows a program list.
+type ProgramFilter struct {
+	Status string // "" for every status
+}
+
+var clickParamPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// validProgram checks a complete input and returns the program it describes (without id and
+// times). v may already hold errors, which are reported with the others.
+func validProgram(in ProgramInput, v *validator) (Program, error) {
+	p := Program{
+		Name: strings.TrimSpace(in.Name), Description: in.Description, LandingURL: in.LandingURL,
+		Currency: in.Currency, HoldDays: in.HoldDays, Visibility: in.Visibility, Status: in.Status, ClickParam: in.ClickParam,
+	}
+	v.text("name", p.Name, 1, 200, false)
+	v.text("description", p.Description, 0, 5000, true)
+	v.landingURL("landing_url", p.LandingURL)
+	v.check(money.ValidCurrency(p.Currency), "currency", "must be an ISO 4217 currency code in upper case, e.g. EUR")
+	if in.Commission == nil {
+		v.add("commission", "is required")
+	} else {
+		r, errs := parseRule(*in.Commission, p.Currency, "commission")
+		p.Commission = r
+		v.errs = append(v.errs, errs...)
+	}
+	if in.AttributionWindowDays == nil {
+		v.add("attribution_window_days", "is required")
+	} else {
+		p.AttributionWindowDays = *in.AttributionWindowDays
+		v.check(p.AttributionWindowDays >= 1 && p.AttributionWindowDays <= 365, "attribution_window_days", "must be 1 to 365")
+	}
+	v.check(p.HoldDays == nil || (*p.HoldDays >= 0 && *p.HoldDays <= 365), "hold_days", "must be 0 to 365, or null for no automatic approval")
+	v.oneOf("visibility", p.Visibility, Public, Approval)
+	v.oneOf("status", p.Status, ProgramActive, ProgramPaused, ProgramArchived)
+	v.check(clickParamPattern.MatchString(p.ClickParam), "click_param", "must be 1 to 64 letters, digits, '_', '.' or '-'")
+	return p, v.err()
+}
+
+// input is the program as a complete input, the base a patch applies to.
+func (p Program) input() ProgramInput {
+	rule := p.Commission.Input()
+	window := p.AttributionWindowDays
+	return ProgramInput{Name: p.Name, Description: p.Description, LandingURL: p.LandingURL, Currency: p.Currency,
+		Commission: &rule, AttributionWindowDays: &window, HoldDays: p.HoldDays, Visibility: p.Visibility,
+		Status: p.Status, ClickParam: p.ClickParam}
+}
+
+func (pp ProgramPatch) apply(in ProgramInput, v *validator) ProgramInput {
+	patch(&in.Name, pp.Name, "name", v)
+	patch(&in.Description, pp.Description, "description", v)
+	patch(&in.LandingURL, pp.LandingURL, "landing_url", v)
+	patch(&in.Currency, pp.Currency, "currency", v)
+	patch(&in.Commission, pp.Commission, "commission", v)
+	patch(&in.AttributionWindowDays, pp.AttributionWindowDays, "attribution_window_days", v)
+	patchNullable(&in.HoldDays, pp.HoldDays)
+	patch(&in.Visibility, pp.Visibility, "visibility", v)
+	patch(&in.Status, pp.Status, "status", v)
+	patch(&in.ClickParam, pp.ClickParam, "click_param", v)
+	return in
+}
+
+// patch applies a field that cannot be cleared.
+func patch[T any](dst *T, o Optional[T], field string, v *validator) {
+	switch {
+	case !o.Set:
+	case o.Null:
+		v.add(field, "cannot be null")
+	default:
+		*dst = o.Value
+	}
+}
+
+// patchNullable applies a field that null clears.
+func patchNullable[T any](dst **T, o Optional[T]) {
+	switch {
+	case !o.Set:
+	case o.Null:
+		*dst = nil
+	default:
+		val := o.Value
+		*dst = &val
+	}
+}
+
+const programColumns = `p.id, p.advertiser_id, p.name, p.description, p.landing_url, p.currency, p.commission_type,
+	p.commission_value, p.attribution_window_days, p.hold_days, p.visibility, p.status, p.click_param, p.created_at, p.updated_at`
+
+func scanProgram(row pgx.CollectableRow) (Program, error) {
+	var p Program
+	err := row.Scan(&p.ID, &p.AdvertiserID, &p.Name, &p.Description, &p.LandingURL, &p.Currency, &p.Commission.Type,
+		&p.Commission.Value, &p.AttributionWindowDays, &p.HoldDays, &p.Visibility, &p.Status, &p.ClickParam, &p.CreatedAt, &p.UpdatedAt)
+	p.Commission.Currency = p.Currency
+	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
+	return p, err
+}
+
+// partnered is an affiliate's partnership with the program p that is not rejected.
+const partnered = `EXISTS (SELECT 1 FROM partnerships s WHERE s.program_id = p.id AND s.affiliate_id = @company AND s.status <> 'rejected')`
+
+// scope is the SQL condition on programs p that the actor may see: in lists (listed), or by id.
+func scope(a Actor, listed bool) string {
+	switch {
+	case a.Kind == identity.Advertiser:
+		return `p.advertiser_id = @company`
+	case a.Kind != identity.Affiliate:
+		return `false`
+	case listed:
+		return `((p.visibility = 'public' AND p.status = 'active') OR ` + partnered + `)`
+	default:
+		return `(p.status = 'active' OR ` + partnered + `)`
+	}
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// queryOne runs a query of one row and maps no row to a NotFoundError.
+func queryOne[T any](ctx context.Context, q querier, what, sql string, args pgx.NamedArgs, scan pgx.RowToFunc[T]) (T, error) {
+	rows, _ := q.Query(ctx, sql, args)
+	v, err := pgx.CollectExactlyOneRow(rows, scan)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return v, &NotFoundError{What: what}
+	}
+	if err != nil {
+		return v, fmt.Errorf("read %s: %w", what, err)
+	}
+	return v, nil
+}
+
+// Program returns a program the actor may see by id.
+func (s *Service) Program(ctx context.Context, a Actor, id string) (Program, error) {
+	return queryOne(ctx, s.db, "program", `SELECT `+programColumns+` FROM programs p WHERE p.id = @id AND `+scope(a, false),
+		pgx.NamedArgs{"id": id, "company": a.CompanyID}, scanProgram)
+}
+
+// ListPrograms lists the programs the actor sees, newest first.
+func (s *Service) ListPrograms(ctx context.Context, a Actor, f ProgramFilter, pr page.Request) ([]Program, string, error) {
+	v := &validator{}
+	if f.Status != "" {
+		v.oneOf("status", f.Status, ProgramActive, ProgramPaused, ProgramArchived)
+	}
+	if err := v.err(); err != nil {
+		return nil, "", err
+	}
+	sql := `SELECT ` + programColumns + ` FROM programs p WHERE ` + scope(a, true) +
+		` AND (@status = '' OR p.status = @status) AND (@before = '' OR p.id < @before) ORDER BY p.id DESC LIMIT @limit`
+	rows, _ := s.db.Query(ctx, sql, pgx.NamedArgs{"company": a.CompanyID, "status": f.Status, "before": pr.Before, "limit": pr.Limit + 1})
+	list, err := pgx.CollectRows(rows, scanProgram)
+	if err != nil {
+		return nil, "", fmt.Errorf("list programs: %w", err)
+	}
+	list, next := page.Cut(list, pr.Limit, func(p Program) string { return p.ID })
+	return list, next, nil
+}
+
+// CreateProgram creates a program of the actor's company.
+func (s *Service) CreateProgram(ctx context.Context, a Actor, in ProgramInput) (Program, error) {
+	if err := a.requireAdvertiserWriter(); err != nil {
+		return Program{}, err
+	}
+	if in.AttributionWindowDays == nil {
+		d := DefaultAttributionWindowDays
+		in.AttributionWindowDays = &d
+	}
+	in.Visibility = cmp.Or(in.Visibility, Approval)
+	in.Status = cmp.Or(in.Status, ProgramActive)
+	in.ClickParam = cmp.Or(in.ClickParam, DefaultClickParam)
+	v := &validator{}
+	v.check(in.Status != ProgramArchived, "status", "a new program is active or paused")
+	p, err := validProgram(in, v)
+	if err != nil {
+		return Program{}, err
+	}
+	now := s.now()
+	p.ID, p.AdvertiserID, p.CreatedAt, p.UpdatedAt = ids.New(ids.Program), a.CompanyID, now, now
+	_, err = s.db.Exec(ctx, `INSERT INTO programs (id, advertiser_id, name, description, landing_url, currency, commission_type,
+		commission_value, attribution_window_days, hold_days, visibility, status, click_param, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+		p.ID, p.AdvertiserID, p.Name, p.Description, p.LandingURL, p.Currency, p.Commission.Type, p.Commission.Value,
+		p.AttributionWindowDays, p.HoldDays, p.Visibility, p.Status, p.ClickParam, now)
+	if err != nil {
+		return Program{}, fmt.Errorf("create program: %w", err)
+	}
+	return p, nil
+}
+
+// UpdateProgram applies a patch to a program of the actor's company. Changes that affect
+// tracking links (status, landing URL, click parameter) notify LinkChangedChannel.
+func (s *Service) UpdateProgram(ctx context.Context, a Actor, id string, pp ProgramPatch) (Program, error) {
+	if err := a.requireAdvertiserWriter(); err != nil {
+		return Program{}, err
+	}
+	var next Program
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		cur, err := queryOne(ctx, tx, "program", `SELECT `+programColumns+` FROM programs p WHERE p.id = @id AND `+scope(a, false)+` FOR UPDATE`,
+			pgx.NamedArgs{"id": id, "company": a.CompanyID}, scanProgram)
+		if err != nil {
+			return err
+		}
+		v := &validator{}
+		in := pp.apply(cur.input(), v)
+		v.check(in.Currency == cur.Currency, "currency", "cannot change once the program exists")
+		if next, err = validProgram(in, v); err != nil {
+			return err
+		}
+		if next.Status != cur.Status {
+			if err := checkTransition("program", programTransitions, cur.Status, next.Status); err != nil {
+				return err
+			}
+		}
+		next.ID, next.AdvertiserID, next.CreatedAt, next.UpdatedAt = cur.ID, cur.AdvertiserID, cur.CreatedAt, s.now()
+		if _, err := tx.Exec(ctx, `UPDATE programs SET name = $2, description = $3, landing_url = $4, commission_type = $5,
+			commission_value = $6, attribution_window_days = $7, hold_days = $8, visibility = $9, status = $10, click_param = $11,
+			updated_at = $12 WHERE id = $1`,
+			next.ID, next.Name, next.Description, next.LandingURL, next.Commission.Type, next.Commission.Value,
+			next.AttributionWindowDays, next.HoldDays, next.Visibility, next.Status, next.ClickParam, next.UpdatedAt); err != nil {
+			return fmt.Errorf("update program: %w", err)
+		}
+		if next.Status != cur.Status || next.LandingURL != cur.LandingURL || next.ClickParam != cur.ClickParam {
+			return notifyLinksChanged(ctx, tx, next.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return Program{}, err
+	}
+	return next, nil
+}

@@ -1,0 +1,159 @@
+package stats_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/stats"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
+	"github.com/partnerstream/partnerstream/internal/testenv"
+)
+
+const (
+	benchClicks      = 10_000_000
+	benchConversions = 200_000 // 2 %
+)
+
+// benchFrom is the first of the 30 days the clicks spread over.
+var benchFrom = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+
+// BenchmarkStats30Days is `make bench-stats`: the 30-day report of an advertiser that owns
+// 10 million clicks (20 programs, 1,000 affiliates promoting 3 programs each, 3,000 links,
+// 5 sub1 values per link) and 200,000 conversions, in every grouping. The rows go into the
+// raw tables in bulk (INSERT ... SELECT FROM numbers), so the materialized views fill the
+// rollups exactly as ingest's inserts do; the query reads the rollups as they are, unmerged
+// parts included. It reports p50 and p95 per grouping.
+func BenchmarkStats30Days(b *testing.B) {
+	ctx := context.Background()
+	addr, db := testenv.ClickHouse(b)
+	conn, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	if err := chstore.Migrate(ctx, conn, db, nil); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	fill(b, conn, db)
+	b.Logf("inserted %d clicks and %d conversions in %s", benchClicks, benchConversions, time.Since(start).Round(time.Second))
+	settle(b, conn, db)
+
+	q := stats.New(conn, db, stats.Options{})
+	// As loaded, the rollups hold a part per insert block; merged is where background merges
+	// take the days that are no longer written to.
+	for _, state := range []string{"as-loaded", "merged"} {
+		if state == "merged" {
+			for _, table := range []string{"clicks_daily", "clicks_daily_sub1", "conversions_daily"} {
+				if err := conn.Exec(ctx, "OPTIMIZE TABLE "+db+"."+table+" FINAL"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			settle(b, conn, db)
+		}
+		for _, g := range stats.Groupings {
+			b.Run(state+"/"+string(g), func(b *testing.B) { benchQuery(b, q, g) })
+		}
+	}
+}
+
+func benchQuery(b *testing.B, q *stats.Service, g stats.GroupBy) {
+	ctx := context.Background()
+	scope := stats.Scope{CompanyID: "co_bench", Kind: identity.Advertiser}
+	p := stats.Params{From: benchFrom, To: benchFrom.AddDate(0, 0, 29), GroupBy: g}
+	rows, err := q.Query(ctx, scope, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := stats.Total(rows)
+	if total.Clicks == 0 || total.Conversions.Total != benchConversions {
+		b.Fatalf("the report covers %d clicks and %d conversions", total.Clicks, total.Conversions.Total)
+	}
+	latencies := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t := time.Now()
+		if _, err := q.Query(ctx, scope, p); err != nil {
+			b.Fatal(err)
+		}
+		latencies = append(latencies, time.Since(t))
+	}
+	b.StopTimer()
+	slices.Sort(latencies)
+	p50, p95 := latencies[len(latencies)/2], latencies[len(latencies)*95/100]
+	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(p95.Microseconds())/1000, "p95-ms")
+	b.ReportMetric(float64(len(rows)), "rows")
+	b.Logf("%s: %d rows over %d clicks; p50 %s, p95 %s", g, len(rows), total.Clicks, p50, p95)
+}
+
+// settle waits for the merges the bulk insert set off: they would take both cores of a small
+// machine, which steady ingestion never does at once. The rollups keep their unmerged parts.
+func settle(b *testing.B, conn driver.Conn, db string) {
+	b.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	for {
+		var merges uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.merges WHERE database = ?", db).Scan(&merges); err != nil {
+			b.Fatal(err)
+		}
+		if merges == 0 || time.Since(start) > 10*time.Minute {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	rows, err := conn.Query(ctx, "SELECT table, toUInt64(count()), sum(rows) FROM system.parts WHERE database = ? AND active AND table LIKE '%daily%' GROUP BY table ORDER BY table", db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var table string
+		var parts, n uint64
+		if err := rows.Scan(&table, &parts, &n); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("merges settled after %s; %s: %d rows in %d parts", time.Since(start).Round(time.Second), table, n, parts)
+	}
+}
+
+// fill inserts the clicks and conversions. h is a hash of the row number, so the dimensions
+// are spread evenly but deterministically.
+func fill(b *testing.B, conn driver.Conn, db string) {
+	b.Helper()
+	ctx := context.Background()
+	from := benchFrom.Format(time.DateTime)
+	clicks := `INSERT INTO {db}.clicks (click_id, occurred_at, link_id, program_id, affiliate_id, advertiser_id,
+		promotion_id, sub1, sub2, sub3, sub4, sub5, ip, user_agent, referrer, country, is_bot, is_duplicate,
+		kafka_partition, kafka_offset)
+	SELECT concat('clk_', toString(number)), toDateTime('` + from + `', 'UTC') + (h % 2592000),
+		concat('lnk_', toString(aff), '_', toString(prg)), concat('prg_', toString(prg)), concat('co_aff_', toString(aff)),
+		'co_bench', '', concat('s', toString(intDiv(h, 7) % 5)), '', '', '', '',
+		'203.0.113.7', 'Mozilla/5.0', '', 'ES', toUInt8(h % 50 = 0), toUInt8(h % 5 = 1), toInt32(number % 6), toInt64(number)
+	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
+	      FROM numbers(` + fmt.Sprint(benchClicks) + `))`
+	conversions := `INSERT INTO {db}.conversion_changes (conversion_id, version, sign, status, type, currency, amount,
+		commission, occurred_at, advertiser_id, program_id, affiliate_id, link_id, click_id, sub1, commission_id,
+		external_id, event_id, kafka_partition, kafka_offset, ingested_at)
+	SELECT concat('cnv_', toString(number)), toUInt64(1), toInt8(1),
+		['pending', 'approved', 'rejected', 'paid', 'reversed'][h % 5 + 1], 'sale', 'EUR',
+		toInt64(1000 + h % 50000), toInt64(100 + h % 5000), toDateTime('` + from + `', 'UTC') + (h % 2592000),
+		'co_bench', concat('prg_', toString(prg)), concat('co_aff_', toString(aff)),
+		concat('lnk_', toString(aff), '_', toString(prg)), concat('clk_', toString(number)),
+		concat('s', toString(intDiv(h, 7) % 5)), '', '', '', toInt32(0), toInt64(number), now()
+	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
+	      FROM numbers(` + fmt.Sprint(benchConversions) + `))`
+	for _, q := range []string{clicks, conversions} {
+		if err := conn.Exec(ctx, strings.ReplaceAll(q, "{db}", db)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

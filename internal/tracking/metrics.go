@@ -1,0 +1,58 @@
+package tracking
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/metrics"
+)
+
+// Reasons a click is dropped (the label of partnerstream_clicks_dropped_total). spool_full
+// is the only one that can happen to a click whose redirect was answered while the process
+// runs as configured; see docs/tracking.md.
+const (
+	dropSpoolFull    = "spool_full"    // Kafka did not acknowledge and the spool is at its size limit
+	dropSpoolError   = "spool_error"   // Kafka did not acknowledge and the spool could not be written (disk error)
+	dropSpoolCorrupt = "spool_corrupt" // a spooled record failed its checksum on replay (torn by a crash, or disk corruption)
+	dropClosed       = "closed"        // a click arrived after the recorder shut down (a wiring mistake)
+)
+
+var (
+	clicksRecorded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Name: "clicks_recorded_total",
+		Help: "Clicks acknowledged by Kafka on the first try, by recording mode (ack or async).",
+	}, []string{"mode"})
+	clicksSpooled = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Name: "clicks_spooled_total",
+		Help: "Clicks written to the local spool because Kafka did not acknowledge them in time (or the async queue was full).",
+	})
+	clicksReplayed = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Name: "clicks_replayed_total",
+		Help: "Spooled clicks confirmed in Kafka afterwards.",
+	})
+	clicksDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Name: "clicks_dropped_total",
+		Help: "Clicks lost, by reason (spool_full, spool_error, spool_corrupt, closed).",
+	}, []string{"reason"})
+	spoolBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Name: "click_spool_bytes",
+		Help: "Bytes in the click spool waiting for Kafka.",
+	})
+	clicksBot = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Name: "clicks_bot_total",
+		Help: "Clicks flagged as coming from a bot (still redirected).",
+	})
+	clicksDuplicate = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Name: "clicks_duplicate_total",
+		Help: "Clicks flagged as a repeat of the same visitor on the same link within the duplicate window.",
+	})
+
+	produceClicks = kafka.ProduceDuration.WithLabelValues(kafka.TopicClicks)
+)
+
+func init() {
+	metrics.MustRegister(clicksRecorded, clicksSpooled, clicksReplayed, clicksDropped, spoolBytes, clicksBot, clicksDuplicate)
+	for _, r := range []string{dropSpoolFull, dropSpoolError, dropSpoolCorrupt, dropClosed} {
+		clicksDropped.WithLabelValues(r)
+	}
+}

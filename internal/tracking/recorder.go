@@ -1,0 +1,644 @@
+package tracking
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/kafka"
+)
+
+// Mode is how the redirect waits for its click to be safe.
+type Mode string
+
+const (
+	// ModeAck answers the redirect once Kafka (every in-sync replica) acknowledged the
+	// click, or, when Kafka is slow or down, once the click is fsync'd in the spool.
+	ModeAck Mode = "ack"
+	// ModeAsync answers at once and hands the click to a bounded in-memory queue; a full
+	// queue spools the click before answering. A crash of the process loses what is queued.
+	ModeAsync Mode = "async"
+)
+
+// ParseMode reads a --click-mode value.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeAck, ModeAsync:
+		return m, nil
+	}
+	return "", fmt.Errorf("click mode %q is not ack or async", s)
+}
+
+// RecorderOptions configure a Recorder. Zero values take the defaults.
+type RecorderOptions struct {
+	Kafka kafka.Config
+	Mode  Mode // default ModeAck
+	// AckTimeout is how long Kafka has to acknowledge a click before it is spooled
+	// in ack mode (default 50 ms): it bounds the redirect's added latency when Kafka is
+	// slow.
+	AckTimeout time.Duration
+	// AsyncAckTimeout is the same for the async mode's queue workers (default 1 s): nobody
+	// waits for them, so a slow Kafka should fill the queue rather than the spool.
+	AsyncAckTimeout time.Duration
+	// BatchTimeout and BatchSize shape the producer's requests (defaults 1 ms and 100):
+	// every click waits up to BatchTimeout for company, and concurrent clicks share a
+	// request.
+	BatchTimeout time.Duration
+	BatchSize    int
+	// QueueSize bounds the async mode's queue (default 16384 clicks).
+	QueueSize int
+	// Workers drain the async queue (default 2).
+	Workers int
+	// SpoolDir holds the spool; one process at a time may use it.
+	SpoolDir string
+	// SpoolMaxBytes bounds the spool (default 1 GiB); beyond it clicks are dropped.
+	SpoolMaxBytes int64
+	// SpoolSegmentBytes is the size at which a spool segment is sealed (default 4 MiB).
+	SpoolSegmentBytes int64
+	// ShutdownFlush bounds the last attempt to empty the spool into Kafka on shutdown
+	// (default 5 s); what is left is replayed at the next start.
+	ShutdownFlush time.Duration
+	Log           *slog.Logger
+}
+
+func (o *RecorderOptions) defaults() {
+	if o.Mode == "" {
+		o.Mode = ModeAck
+	}
+	if o.AckTimeout <= 0 {
+		o.AckTimeout = 50 * time.Millisecond
+	}
+	if o.AsyncAckTimeout <= 0 {
+		o.AsyncAckTimeout = time.Second
+	}
+	if o.BatchTimeout <= 0 {
+		o.BatchTimeout = time.Millisecond
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 100
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 16384
+	}
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	if o.SpoolMaxBytes <= 0 {
+		o.SpoolMaxBytes = 1 << 30
+	}
+	if o.SpoolSegmentBytes <= 0 {
+		o.SpoolSegmentBytes = 4 << 20
+	}
+	if o.ShutdownFlush <= 0 {
+		o.ShutdownFlush = 5 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Producer settings of the click writer. Few, quick retries: a click that is not
+// acknowledged within AckTimeout is spooled anyway, and its write must resolve (succeed or
+// fail) soon so the replay knows whether to send it again.
+const (
+	writeAttempts   = 3
+	writeBackoffMin = 20 * time.Millisecond
+	writeBackoffMax = 250 * time.Millisecond
+	writeTimeout    = 5 * time.Second
+	// replayWindow is how many spooled clicks go out in one replay round.
+	replayWindow = 500
+	// drainBatch is the most clicks an async worker takes from the queue at once.
+	drainBatch = 1000
+	// replayPoll is how often the replay loop looks at the spool without being told.
+	replayPoll           = time.Second
+	replayBackoffMin     = 100 * time.Millisecond
+	replayBackoffMax     = 5 * time.Second
+	replayLookupTimeout  = 10 * time.Second
+	recorderStateOpen    = 0
+	recorderStateClosing = 1
+	recorderStateClosed  = 2
+)
+
+// ErrClosed is returned by Record after the recorder has shut down.
+var ErrClosed = errors.New("tracking: click recorder is closed")
+
+// Recorder gets clicks into Kafka topic partnerstream.clicks without losing one: a click is
+// acknowledged by Kafka or fsync'd in the local spool before Record returns (ack mode), and
+// a background loop replays the spool, in order, once Kafka answers again, including what a
+// previous process left behind.
+//
+// Once the spool is in use, new clicks go straight to it until a replay round succeeds:
+// that keeps a Kafka outage from costing every redirect the full AckTimeout.
+//
+// A click whose write was still under way when AckTimeout expired is spooled too, and the
+// outcome of that write is remembered: the replay skips the click if the write succeeded
+// after all. That is what keeps a broker that comes back from receiving the click twice.
+// Only a crash between the two can still duplicate a click (at-least-once): consumers
+// dedupe by click_id.
+type Recorder struct {
+	o        RecorderOptions
+	w        *kafkago.Writer
+	spool    *spool
+	recorded prometheus.Counter
+
+	degraded atomic.Bool
+	queue    chan item
+	kick     chan struct{} // wakes the replay loop
+
+	stateMu sync.RWMutex
+	state   int
+
+	// inFlight are spooled clicks whose first write had not finished, by click id.
+	inFlightMu sync.Mutex
+	inFlight   map[string]*delivery
+
+	// confirmed are the clicks of segment replaySeq known to be in Kafka, so a round that
+	// stopped half way (Kafka failing again, shutdown) does not send them a second time.
+	replaySeq uint64
+	confirmed map[string]struct{}
+}
+
+type item struct {
+	id      string
+	payload []byte
+}
+
+// delivery is one message's write; done closes when kafka-go reports its outcome.
+type delivery struct {
+	id    string
+	start time.Time
+	done  chan struct{}
+	err   error
+}
+
+func (d *delivery) finished() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// NewRecorder opens the spool and the producer. Call Run to replay the spool and, in async
+// mode, to drain the queue; Record works as soon as this returns.
+func NewRecorder(o RecorderOptions) (*Recorder, error) {
+	o.defaults()
+	if _, err := ParseMode(string(o.Mode)); err != nil {
+		return nil, err
+	}
+	if o.SpoolDir == "" {
+		return nil, errors.New("tracking: a spool directory is required")
+	}
+	if err := o.Kafka.Validate(); err != nil {
+		return nil, err
+	}
+	sp, err := openSpool(o.SpoolDir, o.SpoolMaxBytes, o.SpoolSegmentBytes, func(n int64) { spoolBytes.Set(float64(n)) })
+	if err != nil {
+		return nil, err
+	}
+	r := &Recorder{o: o, spool: sp, recorded: clicksRecorded.WithLabelValues(string(o.Mode)),
+		queue: make(chan item, o.QueueSize), kick: make(chan struct{}, 1), inFlight: map[string]*delivery{}}
+	r.w = kafka.NewWriter(o.Kafka, kafka.TopicClicks, kafka.WithBatchTimeout(o.BatchTimeout), kafka.WithBatchSize(o.BatchSize),
+		func(w *kafkago.Writer) {
+			// Async with a Completion callback: WriteMessages returns once the message is in a
+			// batch, and the callback reports every message's outcome, including that of a
+			// write the caller stopped waiting for.
+			w.Async = true
+			w.Completion = r.completed
+			w.Balancer = &stickyBalancer{every: uint64(o.BatchSize)}
+			w.MaxAttempts = writeAttempts
+			w.WriteBackoffMin = writeBackoffMin
+			w.WriteBackoffMax = writeBackoffMax
+			w.WriteTimeout = writeTimeout
+		})
+	if sp.Size() > 0 {
+		// Left by a previous process: replay it first thing, and spool new clicks behind it
+		// until Kafka has taken some.
+		r.degraded.Store(true)
+		r.wake()
+	}
+	return r, nil
+}
+
+// Name implements run.Component.
+func (r *Recorder) Name() string { return "click-recorder" }
+
+// Mode returns the recording mode.
+func (r *Recorder) Mode() Mode { return r.o.Mode }
+
+// SpoolBytes returns the bytes waiting in the spool.
+func (r *Recorder) SpoolBytes() int64 { return r.spool.Size() }
+
+// Record makes the click safe according to the mode. An error means the click was dropped
+// (and counted); the redirect should still be answered. ctx is not used to give up: a
+// visitor who goes away must not cancel its click.
+func (r *Recorder) Record(_ context.Context, c events.Click) error {
+	it := item{id: c.ClickID, payload: encodeClick(make([]byte, 0, 768), &c)}
+	r.stateMu.RLock()
+	defer r.stateMu.RUnlock()
+	switch {
+	case r.state == recorderStateClosed:
+		clicksDropped.WithLabelValues(dropClosed).Inc()
+		return ErrClosed
+	case r.o.Mode == ModeAsync && r.state == recorderStateOpen:
+		select {
+		case r.queue <- it:
+			return nil
+		default:
+			return r.toSpool([]item{it})
+		}
+	}
+	// Ack mode, or async mode shutting down: nothing may wait in memory any more.
+	return r.deliver([]item{it}, r.o.AckTimeout)
+}
+
+// deliver writes the items to Kafka and waits up to wait; whatever is not acknowledged by
+// then goes to the spool.
+func (r *Recorder) deliver(items []item, wait time.Duration) error {
+	if r.degraded.Load() {
+		return r.toSpool(items)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	ds, err := r.submit(ctx, items)
+	if err != nil {
+		r.degrade(err)
+		return r.toSpool(items)
+	}
+	var left []item
+	var pending []*delivery
+	cause := fmt.Errorf("no acknowledgement within %s", wait)
+	for i, d := range ds {
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+		}
+		switch {
+		case !d.finished():
+			pending = append(pending, d)
+		case d.err == nil:
+			r.recorded.Inc()
+			continue
+		default:
+			cause = d.err
+		}
+		left = append(left, items[i])
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	r.degrade(cause)
+	// Remember the unfinished writes before their records can reach the replay.
+	r.track(pending)
+	if err := r.toSpool(left); err != nil {
+		r.untrack(pending)
+		return err
+	}
+	return nil
+}
+
+// submit hands the items to the producer. An error means none of them was handed over:
+// kafka-go fails before it batches anything.
+func (r *Recorder) submit(ctx context.Context, items []item) ([]*delivery, error) {
+	msgs := make([]kafkago.Message, len(items))
+	ds := make([]*delivery, len(items))
+	now := time.Now()
+	for i, it := range items {
+		ds[i] = &delivery{id: it.id, start: now, done: make(chan struct{})}
+		msgs[i] = kafkago.Message{Key: []byte(it.id), Value: it.payload, WriterData: ds[i]}
+	}
+	if err := r.w.WriteMessages(ctx, msgs...); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+// completed is the producer's Completion callback: it runs on kafka-go's goroutines, so it
+// only records and signals.
+func (r *Recorder) completed(msgs []kafkago.Message, err error) {
+	for i := range msgs {
+		d, ok := msgs[i].WriterData.(*delivery)
+		if !ok {
+			continue
+		}
+		produceClicks.Observe(time.Since(d.start).Seconds())
+		d.err = err
+		close(d.done)
+	}
+}
+
+func (r *Recorder) degrade(cause error) {
+	if r.degraded.CompareAndSwap(false, true) {
+		r.o.Log.Warn("clicks: Kafka did not acknowledge in time; spooling clicks until it does", "err", cause)
+	}
+}
+
+func (r *Recorder) recover() {
+	if r.degraded.CompareAndSwap(true, false) {
+		r.o.Log.Info("clicks: Kafka acknowledges again; recording directly")
+	}
+}
+
+func (r *Recorder) track(ds []*delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	r.inFlightMu.Lock()
+	for _, d := range ds {
+		r.inFlight[d.id] = d
+	}
+	r.inFlightMu.Unlock()
+}
+
+func (r *Recorder) untrack(ds []*delivery) {
+	r.inFlightMu.Lock()
+	for _, d := range ds {
+		delete(r.inFlight, d.id)
+	}
+	r.inFlightMu.Unlock()
+}
+
+// takeInFlight returns and forgets the unfinished first write of a spooled click, if any.
+func (r *Recorder) takeInFlight(id string) *delivery {
+	r.inFlightMu.Lock()
+	defer r.inFlightMu.Unlock()
+	d := r.inFlight[id]
+	delete(r.inFlight, id)
+	return d
+}
+
+// toSpool appends the items to the spool (one fsync for all) and wakes the replay loop.
+func (r *Recorder) toSpool(items []item) error {
+	payloads := make([][]byte, len(items))
+	for i, it := range items {
+		payloads[i] = it.payload
+	}
+	err := r.spool.Append(payloads...)
+	if err == nil {
+		clicksSpooled.Add(float64(len(items)))
+		r.wake()
+		return nil
+	}
+	reason := dropSpoolError
+	switch {
+	case errors.Is(err, ErrSpoolFull):
+		reason = dropSpoolFull
+	case errors.Is(err, errSpoolClosed):
+		reason = dropClosed
+	}
+	clicksDropped.WithLabelValues(reason).Add(float64(len(items)))
+	r.o.Log.Error("clicks: dropped: Kafka did not acknowledge and the spool refused them", "clicks", len(items), "reason", reason, "err", err)
+	return fmt.Errorf("tracking: click dropped (%s): %w", reason, err)
+}
+
+func (r *Recorder) wake() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run replays the spool and drains the async queue until ctx ends. Then it stops taking
+// clicks into the queue, flushes it (to Kafka, or else to the spool), makes one bounded
+// attempt to empty the spool, and closes the producer and the spool. Stop the HTTP server
+// before canceling ctx: a click recorded after Run returned is dropped.
+func (r *Recorder) Run(ctx context.Context) error {
+	replayCtx, stopReplay := context.WithCancel(context.WithoutCancel(ctx))
+	stopDrain := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { r.replayLoop(replayCtx) })
+	if r.o.Mode == ModeAsync {
+		for range r.o.Workers {
+			wg.Go(func() { r.drain(stopDrain) })
+		}
+	}
+	<-ctx.Done()
+
+	r.setState(recorderStateClosing)
+	stopReplay()
+	close(stopDrain)
+	wg.Wait()
+	if r.spool.Size() > 0 {
+		fctx, cancel := context.WithTimeout(context.Background(), r.o.ShutdownFlush)
+		if err := r.replay(fctx); err != nil {
+			r.o.Log.Warn("clicks: spool not emptied on shutdown; it is replayed at the next start", "bytes", r.spool.Size(), "err", err)
+		}
+		cancel()
+	}
+	r.setState(recorderStateClosed)
+	// Close waits for every write under way, so every delivery learns its outcome.
+	werr := r.w.Close()
+	serr := r.spool.Close()
+	if n := r.spool.Size(); n > 0 {
+		r.o.Log.Info("clicks: spool kept for the next start", "bytes", n)
+	}
+	return errors.Join(werr, serr)
+}
+
+// setState waits for the Record calls under way, which hold the read lock.
+func (r *Recorder) setState(s int) {
+	r.stateMu.Lock()
+	r.state = s
+	r.stateMu.Unlock()
+}
+
+// drain is an async worker: it sends whatever the queue holds, up to drainBatch at a time.
+// Once stop is closed no click enters the queue any more, so it empties the queue and
+// returns.
+func (r *Recorder) drain(stop <-chan struct{}) {
+	batch := make([]item, 0, drainBatch)
+	for {
+		var stopping bool
+		select {
+		case it := <-r.queue:
+			batch = append(batch[:0], it)
+		case <-stop:
+			stopping = true
+			batch = batch[:0]
+		}
+	fill:
+		for len(batch) < drainBatch {
+			select {
+			case it := <-r.queue:
+				batch = append(batch, it)
+			default:
+				break fill
+			}
+		}
+		if len(batch) > 0 {
+			// A spool error is already counted and logged; there is nobody to tell.
+			_ = r.deliver(batch, r.o.AsyncAckTimeout)
+		}
+		if stopping && len(batch) == 0 {
+			return
+		}
+	}
+}
+
+// replayLoop replays the spool whenever it has records, with a growing pause after a failed
+// round.
+func (r *Recorder) replayLoop(ctx context.Context) {
+	tick := time.NewTicker(replayPoll)
+	defer tick.Stop()
+	backoff := replayBackoffMin
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		case <-tick.C:
+		}
+		if r.spool.Size() == 0 {
+			r.recover()
+			continue
+		}
+		err := r.replay(ctx)
+		if err == nil {
+			backoff = replayBackoffMin
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.o.Log.Warn("clicks: spool replay failed; retrying", "in", backoff, "spool_bytes", r.spool.Size(), "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, replayBackoffMax)
+	}
+}
+
+// replay sends the sealed segments to Kafka, oldest first, and deletes each once all its
+// clicks are in Kafka. It returns nil when the spool is empty.
+func (r *Recorder) replay(ctx context.Context) error {
+	for {
+		seg, ok, err := r.spool.Oldest()
+		if err != nil || !ok {
+			return err
+		}
+		payloads, skipped, err := readSegment(seg.path)
+		if err != nil {
+			return err
+		}
+		if skipped > 0 {
+			clicksDropped.WithLabelValues(dropSpoolCorrupt).Inc()
+			r.o.Log.Warn("clicks: spool segment ends in a torn or corrupt record; skipping it", "segment", seg.path, "bytes", skipped)
+		}
+		if r.replaySeq != seg.seq || r.confirmed == nil {
+			r.replaySeq, r.confirmed = seg.seq, map[string]struct{}{}
+		}
+		for start := 0; start < len(payloads); start += replayWindow {
+			if err := r.replayWindow(ctx, payloads[start:min(start+replayWindow, len(payloads))]); err != nil {
+				return err
+			}
+			r.recover()
+		}
+		if err := r.spool.Remove(seg); err != nil {
+			return err
+		}
+	}
+}
+
+// replayWindow gets a window of spooled clicks into Kafka, retrying the ones that fail, and
+// returns only once all are in (or ctx ends).
+func (r *Recorder) replayWindow(ctx context.Context, payloads [][]byte) error {
+	var send []item
+	for _, p := range payloads {
+		var head struct {
+			ClickID string `json:"click_id"`
+		}
+		if err := json.Unmarshal(p, &head); err != nil || head.ClickID == "" {
+			clicksDropped.WithLabelValues(dropSpoolCorrupt).Inc()
+			r.o.Log.Error("clicks: spooled record is not a click; skipping it", "err", err)
+			continue
+		}
+		if _, ok := r.confirmed[head.ClickID]; ok {
+			continue
+		}
+		if d := r.takeInFlight(head.ClickID); d != nil {
+			<-d.done // bounded by the producer's attempts; see writeAll
+			if d.err == nil {
+				clicksReplayed.Inc() // the first write made it after all
+				r.confirmed[head.ClickID] = struct{}{}
+				continue
+			}
+		}
+		send = append(send, item{id: head.ClickID, payload: p})
+	}
+	backoff := replayBackoffMin
+	for attempt := 1; len(send) > 0; attempt++ {
+		failed, err := r.writeAll(ctx, send)
+		if len(failed) == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		send = failed
+		level := slog.LevelDebug
+		if attempt == 1 {
+			level = slog.LevelWarn
+		}
+		r.o.Log.Log(ctx, level, "clicks: Kafka refused spooled clicks; retrying", "clicks", len(send), "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, replayBackoffMax)
+	}
+	return nil
+}
+
+// writeAll sends the items and waits for every outcome; it returns the ones that failed and
+// why.
+//
+// It waits even when ctx ends: a replay that stopped listening could not tell which clicks
+// made it, and would send them again. The wait is bounded by the producer (writeAttempts
+// tries of at most writeTimeout each).
+func (r *Recorder) writeAll(ctx context.Context, items []item) ([]item, error) {
+	lctx, cancel := context.WithTimeout(ctx, replayLookupTimeout)
+	defer cancel()
+	ds, err := r.submit(lctx, items)
+	if err != nil {
+		return items, err
+	}
+	var failed []item
+	var cause error
+	for i, d := range ds {
+		<-d.done
+		if d.err != nil {
+			failed, cause = append(failed, items[i]), d.err
+			continue
+		}
+		r.confirmed[items[i].id] = struct{}{}
+		clicksReplayed.Inc()
+	}
+	return failed, cause
+}
+
+// stickyBalancer sends BatchSize messages in a row to one partition, then moves to the
+// next. Clicks are keyed by click id, which no consumer needs on a particular partition
+// (each key occurs once), so placing them by key hash would only split the clicks of every
+// millisecond into one small request per partition: with six partitions, six times the
+// produce requests, batch buffers and broker work for the same clicks.
+type stickyBalancer struct {
+	every uint64
+	n     atomic.Uint64
+}
+
+func (b *stickyBalancer) Balance(_ kafkago.Message, partitions ...int) int {
+	return partitions[int((b.n.Add(1)-1)/b.every%uint64(len(partitions)))]
+}

@@ -1,0 +1,170 @@
+package tracking
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnerstream/partnerstream/internal/links"
+)
+
+func TestLandingAddsTheClickParameterAndKeepsTheRest(t *testing.T) {
+	cases := []struct {
+		name, raw, param, want string
+	}{
+		{"a URL without a query", "https://shop.test/p", "ps_click_id", "https://shop.test/p?ps_click_id=clk_1"},
+		{"the existing query is kept byte for byte", "https://shop.test/p?b=2&a=%20x&flag", "ps_click_id", "https://shop.test/p?b=2&a=%20x&flag&ps_click_id=clk_1"},
+		{"an earlier click id is replaced", "https://shop.test/?ps_click_id=old&x=1", "ps_click_id", "https://shop.test/?x=1&ps_click_id=clk_1"},
+		{"an encoded earlier click id is replaced", "https://shop.test/?ps%5Fclick%5Fid=old", "ps_click_id", "https://shop.test/?ps_click_id=clk_1"},
+		{"the fragment stays last", "https://shop.test/p?x=1#section", "ps_click_id", "https://shop.test/p?x=1&ps_click_id=clk_1#section"},
+		{"the program's parameter name is used", "https://shop.test/", "aff_click", "https://shop.test/?aff_click=clk_1"},
+		{"an empty query is not kept", "https://shop.test/?", "c", "https://shop.test/?c=clk_1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLanding(c.raw, c.param)
+			if got := l.head + "clk_1" + l.tail; got != c.want {
+				t.Fatalf("got %s\nwant %s", got, c.want)
+			}
+			if l.plain != c.raw {
+				t.Fatalf("plain %s", l.plain)
+			}
+		})
+	}
+}
+
+func TestDestinationPrefersARunningPromotionThenTheLinkThenTheProgram(t *testing.T) {
+	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	end := start.Add(24 * time.Hour)
+	base := links.Target{ClickParam: "ps_click_id", ProgramLandingURL: "https://shop.test/", LinkStatus: "active", ProgramStatus: "active", PartnershipStatus: "approved"}
+	withDest := base
+	withDest.DestinationURL = "https://shop.test/dest"
+	withPromo := withDest
+	withPromo.PromotionLandingURL, withPromo.PromotionStartsAt, withPromo.PromotionEndsAt = "https://shop.test/sale", &start, &end
+	cases := []struct {
+		name   string
+		target links.Target
+		at     time.Time
+		want   string
+	}{
+		{"the program's landing page by default", base, start, "https://shop.test/"},
+		{"the link's destination over the program's", withDest, start, "https://shop.test/dest"},
+		{"a running promotion over both", withPromo, start.Add(time.Hour), "https://shop.test/sale"},
+		{"not before the promotion starts", withPromo, start.Add(-time.Second), "https://shop.test/dest"},
+		{"not once it has ended", withPromo, end, "https://shop.test/dest"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := newDestination(c.target)
+			if got := d.Landing(c.at); got != c.want {
+				t.Fatalf("Landing = %s, want %s", got, c.want)
+			}
+			if got := d.Location(c.at, "clk_x"); got != c.want+"?ps_click_id=clk_x" {
+				t.Fatalf("Location = %s", got)
+			}
+		})
+	}
+}
+
+func TestDedupFlagsRepeatsWithinTheWindowOnly(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := NewDedup(time.Hour, 1000)
+	steps := []struct {
+		name          string
+		advance       time.Duration
+		link, visitor string
+		want          bool
+	}{
+		{"a first click is unique", 0, "lnk_a", "v1", false},
+		{"the same visitor a minute later is a duplicate", time.Minute, "lnk_a", "v1", true},
+		{"another link is unique", 0, "lnk_b", "v1", false},
+		{"another visitor is unique", 0, "lnk_a", "v2", false},
+		{"still a duplicate just before the hour", 58*time.Minute + 59*time.Second, "lnk_a", "v1", true},
+		{"unique again once the hour has passed since the first click", time.Second, "lnk_a", "v1", false},
+		{"and a duplicate right after that", time.Second, "lnk_a", "v1", true},
+		{"after two idle windows everything is forgotten", 3 * time.Hour, "lnk_a", "v1", false},
+	}
+	for _, s := range steps {
+		now = now.Add(s.advance)
+		if got := d.Seen(s.link, s.visitor, now); got != s.want {
+			t.Fatalf("%s: Seen = %v", s.name, got)
+		}
+	}
+}
+
+func TestDedupMemoryIsBounded(t *testing.T) {
+	d := NewDedup(time.Hour, 3200) // 100 per shard and window
+	now := time.Now()
+	for i := range 100_000 {
+		d.Seen("lnk", strings.Repeat("x", i%7)+string(rune(i)), now)
+	}
+	for i := range d.shards {
+		s := &d.shards[i]
+		if len(s.cur) > 100 || len(s.prev) > 100 {
+			t.Fatalf("shard %d holds %d+%d entries, want at most 100 each", i, len(s.cur), len(s.prev))
+		}
+	}
+}
+
+func TestIsBot(t *testing.T) {
+	cases := []struct {
+		ua   string
+		want bool
+	}{
+		{"", true},
+		{"   ", true},
+		{"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", true},
+		{"Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)", true},
+		{"facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)", true},
+		{"Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", true},
+		{"curl/8.5.0", true},
+		{"python-requests/2.31.0", true},
+		{"Go-http-client/1.1", true},
+		{"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36", true},
+		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36", false},
+		{"Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1", false},
+		{"Mozilla/5.0 (Linux; Android 9; CUBOT_X19 Build/PPR1.180610.011) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/90.0 Mobile Safari/537.36", false},
+		{"Mozilla/5.0 (Linux; Android 13) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36 [Pinterest/Android]", false},
+		{"Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 [FBAN/FBIOS;FBAV/450.0]", false},
+	}
+	for _, c := range cases {
+		if got := IsBot(c.ua); got != c.want {
+			t.Errorf("IsBot(%q) = %v, want %v", c.ua, got, c.want)
+		}
+	}
+}
+
+func TestCutNeverSplitsACharacter(t *testing.T) {
+	if got := cut("aé", 2); got != "a" {
+		t.Fatalf("cut = %q", got)
+	}
+	if got := cutRunes(strings.Repeat("é", 300), 255); got != strings.Repeat("é", 255) {
+		t.Fatalf("cutRunes kept %d characters", len([]rune(got)))
+	}
+	if got := cutRunes("short", 255); got != "short" {
+		t.Fatalf("cutRunes = %q", got)
+	}
+}
+
+// FuzzBotMatcher holds the automaton to the obvious definition: some marker is a substring
+// of the lowercased user agent.
+func FuzzBotMatcher(f *testing.F) {
+	f.Add("Mozilla/5.0 (compatible; Googlebot/2.1)")
+	f.Add("xxcurl/yy")
+	f.Add("CRAWLERS spIDer é bot;")
+	f.Fuzz(func(t *testing.T, ua string) {
+		want := false
+		lower := strings.Map(func(r rune) rune {
+			if r >= 'A' && r <= 'Z' {
+				return r + 'a' - 'A'
+			}
+			return r
+		}, ua)
+		for _, m := range botMarkers {
+			want = want || strings.Contains(lower, m)
+		}
+		if got := bots.match(ua); got != want {
+			t.Fatalf("match(%q) = %v, want %v", ua, got, want)
+		}
+	})
+}
