@@ -21,6 +21,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/programs"
 	"github.com/partnerstream/partnerstream/internal/run"
+	"github.com/partnerstream/partnerstream/internal/stats"
 	"github.com/partnerstream/partnerstream/internal/tracking"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 )
@@ -108,6 +109,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	srv.MountConversions(cnv)
 	srv.MountPayouts(cnv)
 	srv.MountConversionPostback(cnv)
+	srv.MountStats(stats.New(p.ch, s.ch.Database, stats.Options{}))
 
 	events := kafka.NewWriter(p.kafka, kafka.TopicEvents)
 	relay := outbox.NewRelay(p.pg, events, outbox.RelayOptions{Log: log})
