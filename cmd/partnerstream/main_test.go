@@ -39,8 +39,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// closedAddr is a loopback address where nothing listens.
-func closedAddr(t *testing.T) string {
+// closedAddr is a loopback address where nothing listens: port 1 (tcpmux) is never served
+// here, whereas a port just freed may be taken again by the next listener.
+func closedAddr(*testing.T) string { return "127.0.0.1:1" }
+
+// freeAddr is a loopback address free right now, for a server under test to listen on.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -50,8 +54,6 @@ func closedAddr(t *testing.T) string {
 	ln.Close()
 	return addr
 }
-
-func freeAddr(t *testing.T) string { return closedAddr(t) }
 
 // sessionKeys is a valid --session-keys value for the api.
 const sessionKeys = "k1:MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="

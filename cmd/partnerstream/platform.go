@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -71,9 +72,15 @@ func (p *platform) openClickHouse(ctx context.Context, cfg *config.ClickHouse) e
 	return nil
 }
 
+// kafkaStartupTimeout bounds reaching the brokers and creating the topics at start.
+const kafkaStartupTimeout = 30 * time.Second
+
 // connectKafka checks the brokers answer and creates the topics if they are missing.
 func (p *platform) connectKafka(ctx context.Context, cfg *config.Kafka, clientID string) error {
 	p.kafka = kafka.Config{Brokers: cfg.Brokers, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor, Retention: cfg.Retention, ClientID: clientID}
+	// A broker address that accepts connections but never answers must not hang start-up.
+	ctx, cancel := context.WithTimeout(ctx, kafkaStartupTimeout)
+	defer cancel()
 	if err := kafka.Ping(ctx, cfg.Brokers); err != nil {
 		return err
 	}

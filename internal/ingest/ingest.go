@@ -9,7 +9,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	jsoniter "github.com/json-iterator/go"
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/partnerstream/partnerstream/internal/events"
@@ -145,9 +145,13 @@ func (s *Service) check(context.Context) error {
 	return errors.Join(errs...)
 }
 
+// decoder decodes every message. encoding/json took half of ingest's CPU; json-iterator, in
+// its mode compatible with encoding/json, reads the same values in half the time.
+var decoder = jsoniter.ConfigCompatibleWithStandardLibrary
+
 func decodeClick(m kafkago.Message) (Click, bool, error) {
 	c := Click{Partition: int32(m.Partition), Offset: m.Offset}
-	if err := json.Unmarshal(m.Value, &c.Click); err != nil {
+	if err := decoder.Unmarshal(m.Value, &c.Click); err != nil {
 		return Click{}, true, fmt.Errorf("%w: click: %w", ErrInvalid, err)
 	}
 	return c, true, validClick(c.Click)
@@ -155,7 +159,7 @@ func decodeClick(m kafkago.Message) (Click, bool, error) {
 
 func decodeEvent(m kafkago.Message) (Conversion, bool, error) {
 	var e events.Envelope
-	if err := json.Unmarshal(m.Value, &e); err != nil {
+	if err := decoder.Unmarshal(m.Value, &e); err != nil {
 		return Conversion{}, true, fmt.Errorf("%w: event: %w", ErrInvalid, err)
 	}
 	c, ok, err := ParseConversion(e)
