@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,24 +22,6 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// clock is a settable clock for the service.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 // env is a migrated Postgres and ClickHouse with an advertiser, an affiliate, a program in
 // EUR (10 % commission, 30-day window, no hold) and their approved partnership.
 type env struct {
@@ -48,7 +29,7 @@ type env struct {
 	ch      driver.Conn
 	chDB    string
 	svc     *conversions.Service
-	clock   *clock
+	clock   *testenv.Clock
 	ids     *identity.Store
 	adv     string // advertiser company id
 	aff     string // affiliate company id
@@ -77,7 +58,8 @@ func newEnv(t testing.TB) *env {
 	if err := chstore.Migrate(ctx, ch, chDB, quiet); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: db, ch: ch, chDB: chDB, ids: identity.NewStore(db), clock: &clock{t: time.Now().UTC().Truncate(time.Second)}}
+	e := &env{db: db, ch: ch, chDB: chDB, ids: identity.NewStore(db), clock: testenv.NewClock()}
+	e.clock.Set(time.Now().UTC().Truncate(time.Second))
 	e.svc = conversions.New(db, conversions.NewClickHouseClicks(ch, chDB), conversions.Options{Now: e.clock.Now})
 	e.adv = e.company(t, identity.Advertiser)
 	e.aff = e.company(t, identity.Affiliate)
