@@ -35,6 +35,11 @@ const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 // encodedLen is the length of 128 bits in base32 (26 * 5 = 130 bits, the top 2 are zero).
 const encodedLen = 26
 
+// Ids are not secrets (keys and tokens take their randomness from crypto/rand directly), so
+// the random bits may come from a buffered pool: one read of the system source serves many
+// ids, which matters on the click redirect, where every request makes two.
+func init() { uuid.EnableRandPool() }
+
 // New returns a fresh time-sortable id with the prefix.
 func New(prefix string) string {
 	u := uuid.Must(uuid.NewV7())
