@@ -14,7 +14,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/kafka"
-	"github.com/partnerstream/partnerstream/internal/metrics"
 	"github.com/partnerstream/partnerstream/internal/stats"
 	"github.com/partnerstream/partnerstream/internal/store/chstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
@@ -97,8 +96,6 @@ func BenchmarkIngestThroughput(b *testing.B) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		done := time.Now()
-		b.Logf("PROBE lookup-with-map %v lookup-call %v", time.Duration(probeLookup.Load()), time.Duration(probeInsert.Load()))
-		b.Logf("PROBE flushes %v in %v total vs wall %v", metric2(b, "partnerstream_ingest_flush_duration_seconds"), flushSum(b), done.Sub(first))
 		stop()
 		ingestRate := float64(len(clicks)) / done.Sub(first).Seconds()
 		b.ReportMetric(rawRate, "raw-rows/s")
@@ -191,26 +188,4 @@ func BenchmarkClickToVisible(b *testing.B) {
 		b.Logf("%d clicks at %d/s: click to visible in stats p50 %s, p95 %s, p99 %s, max %s (polling every %s)",
 			n, rate, p50, p95, p99, latencies[n-1], poll)
 	}
-}
-
-func metric2(b *testing.B, name string) float64 { return flushX(b, name, false) }
-func flushSum(b *testing.B) float64           { return flushX(b, "partnerstream_ingest_flush_duration_seconds", true) }
-func flushX(b *testing.B, name string, sum bool) float64 {
-	families, _ := metrics.Gatherer.Gather()
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetValue() == kafka.TopicClicks {
-					if sum {
-						return m.GetHistogram().GetSampleSum()
-					}
-					return float64(m.GetHistogram().GetSampleCount())
-				}
-			}
-		}
-	}
-	return 0
 }

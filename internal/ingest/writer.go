@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -168,9 +167,7 @@ func (w *Writer) WriteClicks(ctx context.Context, clicks []Click) (WriteResult, 
 			ids = append(ids, c.ClickID)
 		}
 	}
-	t0 := time.Now()
 	stored := make(map[string]bool)
-	defer func(){}()
 	err := w.lookup(ctx, "SELECT click_id FROM "+w.db+".click_index WHERE click_id IN _ids", ids, func(rows driver.Rows) error {
 		var id string
 		if err := rows.Scan(&id); err != nil {
@@ -179,7 +176,6 @@ func (w *Writer) WriteClicks(ctx context.Context, clicks []Click) (WriteResult, 
 		stored[id] = true
 		return nil
 	})
-	probeLookup.Add(int64(time.Since(t0)))
 	if err != nil {
 		return WriteResult{}, fmt.Errorf("ingest: look up stored clicks: %w", err)
 	}
@@ -402,8 +398,6 @@ func (w *Writer) lookup(ctx context.Context, query string, ids []string, scan fu
 	if len(ids) == 0 {
 		return nil
 	}
-	t := time.Now()
-	defer func() { probeInsert.Add(int64(time.Since(t))) }()
 	tbl, err := ext.NewTable("_ids", ext.Column("id", "String"))
 	if err != nil {
 		return err
@@ -425,7 +419,3 @@ func (w *Writer) lookup(ctx context.Context, query string, ids []string, scan fu
 	}
 	return rows.Err()
 }
-
-var probeLookup, probeInsert atomicInt
-
-type atomicInt = atomic.Int64
