@@ -87,8 +87,11 @@ GO
   mv "$bin.tmp" "$bin"
 }
 
-build_etcd
+# Built side by side: on a fresh machine much of the time is module downloads, which overlap.
+build_etcd &
+etcd_pid=$!
 build_kube_apiserver
+wait "$etcd_pid"
 for b in kube-apiserver etcd; do
   if ! cmp -s "$PS_CACHE/k8s/$b" "$OUT/$b" 2>/dev/null; then cp "$PS_CACHE/k8s/$b" "$OUT/$b"; fi
 done
