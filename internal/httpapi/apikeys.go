@@ -43,7 +43,7 @@ func (s *Server) MountAPIKeys(store APIKeyStore) {
 		}
 		return c.JSON(page.List[identity.APIKey]{Data: nonNil(keys), NextCursor: next})
 	})
-	s.app.Post("/api/api-keys", requireAdmin, s.Idempotent(func(c *fiber.Ctx) error {
+	s.app.Post("/api/api-keys", requireAdminTo("manage API keys"), s.Idempotent(func(c *fiber.Ctx) error {
 		var in struct {
 			Name string `json:"name"`
 		}
@@ -61,7 +61,7 @@ func (s *Server) MountAPIKeys(store APIKeyStore) {
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return c.Status(fiber.StatusCreated).JSON(createdAPIKey{APIKey: rec, Key: key})
 	}))
-	s.app.Delete("/api/api-keys/:id", requireAdmin, func(c *fiber.Ctx) error {
+	s.app.Delete("/api/api-keys/:id", requireAdminTo("manage API keys"), func(c *fiber.Ctx) error {
 		id := c.Params("id")
 		if !ids.Valid(ids.APIKey, id) {
 			return NewProblem(fiber.StatusNotFound, "not_found", "no such API key")
@@ -91,15 +91,6 @@ func (s *Server) MountAPIKeys(store APIKeyStore) {
 type partnerMe struct {
 	Company  identity.Company `json:"company"`
 	APIKeyID string           `json:"api_key_id"`
-}
-
-// requireAdmin lets owners and admins manage credentials; members may only read.
-func requireAdmin(c *fiber.Ctx) error {
-	switch Caller(c).Role {
-	case "owner", "admin":
-		return c.Next()
-	}
-	return NewProblem(fiber.StatusForbidden, "forbidden", "only owners and admins can manage API keys")
 }
 
 func nonNil[T any](s []T) []T {

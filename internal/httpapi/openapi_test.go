@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"sigs.k8s.io/yaml"
 
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
@@ -96,19 +99,7 @@ func TestEveryRouteIsDocumentedAndEveryDocumentedRouteExists(t *testing.T) {
 			documented[method+" "+path] = true
 		}
 	}
-	served := map[string]bool{}
-	for _, r := range srv.App().GetRoutes(true) {
-		if r.Method == "HEAD" {
-			continue
-		}
-		path := r.Path
-		for _, seg := range strings.Split(path, "/") {
-			if strings.HasPrefix(seg, ":") {
-				path = strings.Replace(path, seg, "{"+seg[1:]+"}", 1)
-			}
-		}
-		served[r.Method+" "+path] = true
-	}
+	served := routesOf(srv)
 	var missing, undocumented []string
 	for k := range documented {
 		if !served[k] {
@@ -136,5 +127,59 @@ func TestOpenAPIIsServedWithoutCredentials(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"openapi":"3.0.3"`)) {
 		t.Fatalf("GET /openapi.json = %d %.100s", resp.StatusCode, body)
+	}
+}
+
+// routesOf lists a server's routes as "METHOD /path/{param}", the OpenAPI spelling.
+func routesOf(srv *httpapi.Server) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range srv.App().GetRoutes(true) {
+		if r.Method == "HEAD" {
+			continue
+		}
+		path := r.Path
+		for _, seg := range strings.Split(path, "/") {
+			if strings.HasPrefix(seg, ":") {
+				path = strings.Replace(path, seg, "{"+seg[1:]+"}", 1)
+			}
+		}
+		out[r.Method+" "+path] = true
+	}
+	return out
+}
+
+// assertAreaDocumented checks that the routes an area's fixture adds to newFixture's are
+// exactly the paths of the area's OpenAPI fragment.
+func assertAreaDocumented(t *testing.T, f *fixture, fragment string) {
+	t.Helper()
+	base := routesOf(newFixture(t).srv)
+	var added []string
+	for r := range routesOf(f.srv) {
+		if !base[r] {
+			added = append(added, r)
+		}
+	}
+	raw, err := os.ReadFile(fragment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var documented []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			if method != "parameters" {
+				documented = append(documented, strings.ToUpper(method)+" "+path)
+			}
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(documented)
+	if !slices.Equal(added, documented) {
+		t.Fatalf("mounted %v\ndocumented %v", added, documented)
 	}
 }

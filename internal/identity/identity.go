@@ -98,17 +98,7 @@ func (s *Store) CreateCompany(ctx context.Context, in NewCompany) (Company, User
 
 // UserByEmail finds a user by e-mail (case-insensitive).
 func (s *Store) UserByEmail(ctx context.Context, email string) (User, error) {
-	var u User
-	err := s.db.QueryRow(ctx,
-		`SELECT id, company_id, email, name, role, locale, created_at FROM users WHERE lower(email) = lower($1)`,
-		strings.TrimSpace(email)).Scan(&u.ID, &u.CompanyID, &u.Email, &u.Name, &u.Role, &u.Locale, &u.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return User{}, ErrNotFound
-	}
-	if err != nil {
-		return User{}, fmt.Errorf("user by email: %w", err)
-	}
-	return u, nil
+	return s.user(ctx, "lower(email) = lower($1)", strings.TrimSpace(email))
 }
 
 // CreateAPIKey makes a key for the company and returns it once, with its record.
@@ -134,15 +124,20 @@ func (s *Store) RecordLogin(ctx context.Context, userID string) error {
 
 // UserByID returns a user.
 func (s *Store) UserByID(ctx context.Context, id string) (User, error) {
+	return s.user(ctx, "id = $1", id)
+}
+
+// user reads the one user matching where (a fixed condition with one parameter).
+func (s *Store) user(ctx context.Context, where string, arg any) (User, error) {
 	var u User
 	err := s.db.QueryRow(ctx,
-		`SELECT id, company_id, email, name, role, locale, created_at FROM users WHERE id = $1`, id).
+		`SELECT id, company_id, email, name, role, locale, created_at FROM users WHERE `+where, arg).
 		Scan(&u.ID, &u.CompanyID, &u.Email, &u.Name, &u.Role, &u.Locale, &u.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return User{}, ErrNotFound
 	}
 	if err != nil {
-		return User{}, fmt.Errorf("user by id: %w", err)
+		return User{}, fmt.Errorf("user: %w", err)
 	}
 	return u, nil
 }

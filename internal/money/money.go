@@ -60,11 +60,11 @@ func Parse(s, currency string) (int64, error) {
 	}
 	exp := Exponent(currency)
 	whole, frac, hasDot := strings.Cut(s, ".")
-	if whole == "" || (hasDot && frac == "") || len(frac) > exp || !digits(whole) || !digits(frac) || len(whole) > 15 {
-		if len(frac) > exp && digits(frac) && digits(whole) && whole != "" {
-			return 0, fmt.Errorf("%q has more than %d decimals for %s: %w", s, exp, currency, ErrAmount)
-		}
+	if whole == "" || (hasDot && frac == "") || !digits(whole) || !digits(frac) || len(whole) > 15 {
 		return 0, fmt.Errorf("%q: %w", s, ErrAmount)
+	}
+	if len(frac) > exp {
+		return 0, fmt.Errorf("%q has more than %d decimals for %s: %w", s, exp, currency, ErrAmount)
 	}
 	frac += strings.Repeat("0", exp-len(frac))
 	v, err := strconv.ParseInt(whole+frac, 10, 64)
