@@ -129,14 +129,28 @@ func (e *env) waitCaughtUp(t testing.TB, group, topic string, timeout time.Durat
 		committed, err2 := client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
 		cancel()
 		if err1 == nil && err2 == nil {
+			// Every partition is checked: the broker may leave out a partition the group has
+			// not committed yet, or answer one with an error, and neither is caught up.
 			end := map[int]int64{}
 			for _, p := range ends.Topics[topic] {
-				end[p.Partition] = p.LastOffset
+				if p.Error != nil {
+					end[p.Partition] = -1
+				} else {
+					end[p.Partition] = p.LastOffset
+				}
+			}
+			done := map[int]int64{}
+			for _, p := range committed.Topics[topic] {
+				if p.Error == nil {
+					done[p.Partition] = p.CommittedOffset
+				}
 			}
 			behind = ""
-			for _, p := range committed.Topics[topic] {
-				if end[p.Partition] > 0 && p.CommittedOffset < end[p.Partition] {
-					behind += fmt.Sprintf(" p%d:%d<%d", p.Partition, p.CommittedOffset, end[p.Partition])
+			for _, part := range parts {
+				last, ok := end[part]
+				off, committed := done[part]
+				if !ok || last < 0 || (last > 0 && (!committed || off < last)) {
+					behind += fmt.Sprintf(" p%d:%d<%d", part, off, last)
 				}
 			}
 			if behind == "" {
