@@ -6,6 +6,7 @@ package events
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -79,4 +80,25 @@ type ConversionData struct {
 	OccurredAt       time.Time `json:"occurred_at"` // when the conversion happened
 	// Version increases with every change of the conversion, so consumers keep the latest.
 	Version int64 `json:"version"`
+}
+
+// webhookBody is the body of a webhook or postback delivery (ARCHITECTURE.md section 6).
+type webhookBody struct {
+	Event     string          `json:"event"`
+	Data      json.RawMessage `json:"data"`
+	Timestamp time.Time       `json:"timestamp"`
+}
+
+// WebhookBody returns the exact bytes a delivery of e sends and signs. The timestamp is when
+// the event happened, so every delivery of one event carries the same body.
+func WebhookBody(e Envelope) ([]byte, error) {
+	data := e.Data
+	if len(data) == 0 {
+		data = json.RawMessage("{}")
+	}
+	b, err := json.Marshal(webhookBody{Event: e.Type, Data: data, Timestamp: e.OccurredAt.UTC()})
+	if err != nil {
+		return nil, fmt.Errorf("webhook body of event %s: %w", e.ID, err)
+	}
+	return b, nil
 }

@@ -1,0 +1,2 @@
+DROP TABLE delivery_attempts;
+DROP TABLE deliveries;
