@@ -76,9 +76,8 @@ func (s *Server) families(c *fiber.Ctx) error {
 		if err := s.authenticateKey(c); err != nil {
 			return err
 		}
-	case s.isPublic(path):
-		// Sign-in routes: they create sessions.
-	case strings.HasPrefix(path, prefixAPI):
+	case strings.HasPrefix(path, prefixAPI) && !s.isPublic(path):
+		// isPublic: the sign-in routes, which create sessions.
 		if c.Get("X-Api-Key") != "" || strings.HasPrefix(bearer(c), auth.KeyPrefix) {
 			return NewProblem(fiber.StatusUnauthorized, "api_key_not_allowed", "the dashboard API takes a session, not an API key: use /api/v1 with API keys")
 		}

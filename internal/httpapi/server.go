@@ -171,15 +171,21 @@ func (s *Server) Run(ctx context.Context) error {
 
 const requestIDHeader = "X-Request-Id"
 
-// requestID takes a sane incoming X-Request-Id or makes one, and echoes it.
+// requestID takes a sane incoming X-Request-Id or makes one, and echoes it. Click redirects
+// only echo one: they are the hot path, and RequestID makes one if a redirect fails.
 func requestID(c *fiber.Ctx) error {
 	id := c.Get(requestIDHeader)
-	if !validRequestID(id) {
-		id = ids.New("req")
+	if validRequestID(id) {
+		setRequestID(c, strings.Clone(id))
+	} else if !strings.HasPrefix(c.Path(), "/c/") {
+		setRequestID(c, ids.New("req"))
 	}
+	return c.Next()
+}
+
+func setRequestID(c *fiber.Ctx, id string) {
 	c.Locals(requestIDHeader, id)
 	c.Set(requestIDHeader, id)
-	return c.Next()
 }
 
 func validRequestID(s string) bool {
@@ -198,6 +204,10 @@ func validRequestID(s string) bool {
 // RequestID returns the request's id.
 func RequestID(c *fiber.Ctx) string {
 	id, _ := c.Locals(requestIDHeader).(string)
+	if id == "" {
+		id = ids.New("req")
+		setRequestID(c, id)
+	}
 	return id
 }
 
