@@ -6,7 +6,7 @@ LDFLAGS  := -X github.com/partnerstream/partnerstream/internal/version.Version=$
             -X github.com/partnerstream/partnerstream/internal/version.Revision=$(REVISION)
 BIN := $(CURDIR)/bin
 
-.PHONY: run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats build controlplane tools manifests generate lint bench fuzz docs tidy clean
+.PHONY: run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats bench-deliver build controlplane tools manifests generate lint bench fuzz docs tidy clean docker-build helm-lint helm-docs journey soak screenshots
 
 run: ## Start the whole platform with demo data on http://127.0.0.1:8080
 	@bash hack/run.sh
@@ -17,8 +17,21 @@ stop: ## Stop what `make run` started
 test: ## Provision the services and run every test with the race detector
 	@bash hack/test.sh
 
+journey: ## The journey test and every fault run: the real binaries as processes, driven through the API (FAULTS=0: fast ones only)
+	@bash hack/journey.sh
+
+soak: ## Steady load for SOAK_DURATION (default 10m): memory and goroutines of every component stay flat, ingest keeps up
+	@bash hack/soak.sh
+
+screenshots: ## A PNG of every dashboard page in both languages into docs/screenshots/ (the browser tests)
+	@PARTNERSTREAM_SCREENSHOTS=$(CURDIR)/docs/screenshots GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/dashboard/ -run '^TestBrowser'
+
 build: ## Build bin/partnerstream
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/partnerstream ./cmd/partnerstream
+
+IMG ?= ghcr.io/partnerstream/partnerstream:$(VERSION)
+docker-build: ## Build the image of every component (IMG=...), version stamped as in `make build`
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMG) .
 
 controlplane: ## Build the local Kubernetes control plane used by `make run`
 	go build -o $(BIN)/controlplane ./hack/controlplane
@@ -32,6 +45,12 @@ generate: tools ## Generate deepcopy code for the CRD types
 manifests: tools ## Generate CRD and RBAC manifests into config/
 	$(BIN)/controller-gen crd rbac:roleName=partnerstream-controller paths=./api/... paths=./controllers/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+helm-lint: ## helm lint --strict of charts/partnerstream (builds bin/helm)
+	@bash hack/helm.sh lint
+
+helm-docs: ## Regenerate the chart's values tables (chart README, README.md) and its CRD copy
+	@bash hack/helm.sh docs
 
 lint: tools ## go vet and staticcheck
 	go vet ./...
@@ -55,11 +74,18 @@ bench-ingest: ## Ingest events/s (topic to queryable rows) beside a raw ClickHou
 bench-stats: ## p50/p95 of 30-day stats queries over 10 million clicks, per grouping
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/stats/ -run '^$$' -bench 'Stats30Days' -benchtime 200x -timeout 30m
 
+bench-deliver: ## Signed deliveries/s end to end (Kafka -> Postgres -> signed POST -> recorded) beside a plain POST loop, and event-to-delivery p50/p95 at 1,000 events/s
+	@bash hack/bench-deliver.sh
+
 FUZZTIME ?= 20s
 fuzz: ## Short fuzz runs of the parsers (FUZZTIME each)
 	go test -run '^$$' -fuzz FuzzParseKey -fuzztime $(FUZZTIME) ./internal/auth/
 	@bash hack/test.sh ./internal/session/ -run '^$$' -fuzz FuzzVerify -fuzztime $(FUZZTIME)
 	@bash hack/test.sh ./internal/magiccode/ -run '^$$' -fuzz FuzzNormalizeEmail -fuzztime $(FUZZTIME)
+	@for t in money:FuzzParse page:FuzzParse httpapi:FuzzDecodeJSON httpapi:FuzzQuery conversions:FuzzValidate \
+		conversions:FuzzCommissionAmount tracking:FuzzReadSegment tracking:FuzzEncodeClick tracking:FuzzBotMatcher \
+		webhooks/signing:FuzzKey webhooks/signing:FuzzSignHeaders; do \
+		bash hack/test.sh ./internal/$${t%%:*}/ -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 docs: build ## Regenerate the settings table in README.md
 	@bash hack/settings-docs.sh

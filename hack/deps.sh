@@ -5,7 +5,7 @@
 # loopback ports with project-local data dirs).
 set -euo pipefail
 
-want=(postgresql-15 postgresql-client-15 clickhouse-server clickhouse-client wrk)
+want=(postgresql-15 postgresql-client-15 clickhouse-server clickhouse-client wrk chromium)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -82,8 +82,10 @@ $(printf '\033[1m')PartnerStream is running.$(printf '\033[0m')
   Demo program        $(top program_id)  (public, 10 % of each sale, EUR)
   Tracking link       $(top tracking_url)   (try it: curl -i <link>)
 
-  Sign in to the dashboard: POST /api/auth/magic-code with a demo e-mail; the code is
-  printed in the log (no SMTP server in dev). Scripts can use session_token from the file.
+  Dashboard           $BASE_URL/login   (English or Spanish)
+  Sign in with a demo e-mail: the 6-digit code is printed in the log (no SMTP server in
+  dev: grep "mail not sent" $LOCAL/partnerstream.log). Scripts can use session_token from the file.
+  Webhooks to receivers on 127.0.0.1 work out of the box (--egress-allow-cidrs).
   Everything above is also in $demo (for scripts).
   Logs: $LOCAL/partnerstream.log. Stop with Ctrl-C or 'make stop'.
 

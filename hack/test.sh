@@ -19,6 +19,9 @@ export PARTNERSTREAM_TEST_POSTGRES_URL=${PARTNERSTREAM_POSTGRES_URL%/*}/postgres
 export PARTNERSTREAM_TEST_CLICKHOUSE_ADDR=$PARTNERSTREAM_CLICKHOUSE_ADDR
 unset PARTNERSTREAM_POSTGRES_URL PARTNERSTREAM_CLICKHOUSE_ADDR
 
+# The chart tests render charts/partnerstream with the pinned helm CLI.
+bash hack/helm.sh install
+
 echo "test: postgres $PARTNERSTREAM_TEST_POSTGRES_URL, clickhouse $PARTNERSTREAM_TEST_CLICKHOUSE_ADDR, envtest $KUBEBUILDER_ASSETS" >&2
 # shellcheck disable=SC2086 # GO_TEST_FLAGS is a list of flags
 go test ${GO_TEST_FLAGS:--race -count=1 -timeout 20m} "${@:-./...}"

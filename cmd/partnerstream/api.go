@@ -12,6 +12,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/dashboard"
+	"github.com/partnerstream/partnerstream/internal/delivery"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/idempotency"
 	"github.com/partnerstream/partnerstream/internal/identity"
@@ -35,11 +37,12 @@ type apiSettings struct {
 	api      config.API
 	tracking config.Tracking
 	kube     config.Kube
+	egress   config.Egress
 	auth     authSettings
 }
 
 func (s *apiSettings) groups() []config.Group {
-	return append([]config.Group{&s.common, &s.postgres, &s.kafka, &s.ch, &s.api, &s.tracking, &s.kube}, s.auth.groups()...)
+	return append([]config.Group{&s.common, &s.postgres, &s.kafka, &s.ch, &s.api, &s.tracking, &s.kube, &s.egress}, s.auth.groups()...)
 }
 
 func newAPICmd() *cobra.Command {
@@ -106,10 +109,20 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	srv.MountPartnerships(prg)
 	srv.MountWebhooks(hooks)
 	srv.MountPostbacks(pbs)
+	allow, err := egressAllowList(&s.egress)
+	if err != nil {
+		return nil, err
+	}
+	// A nil *webhooks.Service must reach the routes as a nil interface: they answer 503.
+	hookTargets, _ := hooks.(httpapi.DeliveryWebhooks)
+	srv.MountDeliveries(delivery.NewHistory(p.pg, nil), hookTargets, httpapi.DeliveriesOptions{Client: delivery.NewHTTPClient(allow)})
 	srv.MountConversions(cnv)
 	srv.MountPayouts(cnv)
 	srv.MountConversionPostback(cnv)
 	srv.MountStats(stats.New(p.ch, s.ch.Database, stats.Options{}))
+	srv.MountAccount(dashboard.NewAccountStore(p.pg))
+	dashboard.Mount(srv.App(), dashboard.Options{Sessions: deps.sessions, Users: deps.users, OAuthProviders: s.auth.oauth.Providers(),
+		SecureCookies: strings.HasPrefix(s.api.BaseURL, "https://"), Log: p.componentLog("dashboard")})
 
 	events := kafka.NewWriter(p.kafka, kafka.TopicEvents)
 	relay := outbox.NewRelay(p.pg, events, outbox.RelayOptions{Log: log})

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/delivery"
 	"github.com/partnerstream/partnerstream/internal/ingest"
+	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/run"
+	"github.com/partnerstream/partnerstream/internal/webhooks"
 )
 
 func newIngestCmd() *cobra.Command {
@@ -45,9 +50,12 @@ func newDeliverCmd() *cobra.Command {
 		common   config.Common
 		postgres config.Postgres
 		kafka    config.Kafka
+		kube     config.Kube
+		del      config.Deliver
+		egress   config.Egress
 	)
 	return componentCmd("deliver", "Send signed webhooks and postbacks, with durable retries",
-		[]config.Group{&common, &postgres, &kafka},
+		[]config.Group{&common, &postgres, &kafka, &kube, &del, &egress},
 		func(ctx context.Context) error {
 			p, err := newPlatform(&common, "deliver")
 			if err != nil {
@@ -60,11 +68,61 @@ func newDeliverCmd() *cobra.Command {
 			if err := p.connectKafka(ctx, &kafka, "partnerstream-deliver"); err != nil {
 				return err
 			}
-			return p.run(ctx, &common, delivery.Service{})
+			comps, err := newDeliver(p, &kube, &del, &egress)
+			if err != nil {
+				return err
+			}
+			return p.run(ctx, &common, comps...)
 		})
+}
+
+// newDeliver builds the delivery workers and, when there is a Kubernetes API, the informer
+// cache of the Webhook subscriptions they read. Without one (dev without a control plane)
+// only postbacks are delivered.
+func newDeliver(p *platform, k *config.Kube, d *config.Deliver, e *config.Egress) ([]run.Component, error) {
+	allow, err := egressAllowList(e)
+	if err != nil {
+		return nil, err
+	}
+	o := delivery.Options{DB: p.pg, Kafka: p.kafka, Postbacks: postbacks.NewService(p.pg, postbacks.Options{}),
+		AllowList: allow, Workers: d.Workers, PerTarget: d.PerTarget, ClaimBatch: d.ClaimBatch, Lease: d.Lease,
+		Log: p.componentLog("deliver"), Health: p.health}
+	var comps []run.Component
+	if k.Kubeconfig != "" || inCluster() {
+		cfg, err := kubeConfig(k)
+		if err != nil {
+			return nil, err
+		}
+		cache, err := webhooks.NewCache(cfg, webhooks.CacheOptions{Namespace: k.Namespace, Log: p.componentLog("webhook-cache")})
+		if err != nil {
+			return nil, fmt.Errorf("webhook cache: %w", err)
+		}
+		c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+		if err != nil {
+			return nil, config.Invalid("kubeconfig", err)
+		}
+		o.Subscriptions, o.Suspender = cache, delivery.NewKubeSuspender(c, k.Namespace)
+		comps = append(comps, cache)
+	} else {
+		p.log.Warn("no --kubeconfig and not in a cluster: only postbacks are delivered, no webhooks")
+	}
+	svc, err := delivery.New(o)
+	if err != nil {
+		return nil, err
+	}
+	return append(comps, svc), nil
 }
 
 func newIngest(p *platform, ch *config.ClickHouse, ing *config.Ingest) (run.Component, error) {
 	return ingest.New(ingest.Options{Kafka: p.kafka, ClickHouse: p.ch, Database: ch.Database,
 		BatchSize: ing.BatchSize, BatchInterval: ing.BatchInterval, Log: p.componentLog("ingest"), Health: p.health})
+}
+
+// egressAllowList is the SSRF guard's allow-list of the settings.
+func egressAllowList(e *config.Egress) ([]netip.Prefix, error) {
+	allow, err := delivery.ParseAllowList(e.AllowCIDRs)
+	if err != nil {
+		return nil, config.Invalid("egress-allow-cidrs", err)
+	}
+	return allow, nil
 }

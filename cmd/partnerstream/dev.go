@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/partnerstream/partnerstream/internal/config"
-	"github.com/partnerstream/partnerstream/internal/delivery"
 	"github.com/partnerstream/partnerstream/internal/demo"
 	"github.com/partnerstream/partnerstream/internal/kafka/embedded"
 	"github.com/partnerstream/partnerstream/internal/links"
@@ -49,15 +48,18 @@ func newDevCmd() *cobra.Command {
 		s = apiSettings{
 			kafka:    config.Kafka{Optional: true},
 			tracking: config.Tracking{SpoolDir: ".local/spool"},
+			// dev's receivers usually run on the same machine.
+			egress: config.Egress{AllowCIDRs: []string{"127.0.0.0/8", "::1/128"}},
 			auth:     authSettings{session: config.Session{Optional: true, DevDefaults: true}},
 		}
 		ctl config.Controller
 		ing config.Ingest
+		del config.Deliver
 		dev devOnly
 	)
 	common, postgres, kafka, ch, api, kube, auth := &s.common, &s.postgres, &s.kafka, &s.ch, &s.api, &s.kube, &s.auth
 	cmd := componentCmd("dev", "Run every component in one process, with an embedded Kafka broker (for a laptop or a test)",
-		append(s.groups(), &ctl, &ing, &dev),
+		append(s.groups(), &ctl, &ing, &del, &dev),
 		func(ctx context.Context) error {
 			p, err := newPlatform(common, "dev")
 			if err != nil {
@@ -117,7 +119,11 @@ func newDevCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			comps := []run.Component{apiComp, ingComp, delivery.Service{}}
+			delComps, err := newDeliver(p, kube, &del, &s.egress)
+			if err != nil {
+				return err
+			}
+			comps := append([]run.Component{apiComp, ingComp}, delComps...)
 			if kube.Kubeconfig != "" {
 				c, err := controllerComponent(ctx, p, kube, &ctl)
 				if err != nil {

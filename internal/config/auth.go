@@ -74,6 +74,18 @@ type OAuth struct {
 	LinkedInIssuer, LinkedInClientID, LinkedInClientSecret string
 }
 
+// Providers lists the sign-in providers that are configured, as the routes name them.
+func (o *OAuth) Providers() []string {
+	var names []string
+	if o.GoogleClientID != "" {
+		names = append(names, "google")
+	}
+	if o.LinkedInClientID != "" {
+		names = append(names, "linkedin")
+	}
+	return names
+}
+
 func (o *OAuth) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GoogleIssuer, "oauth-google-issuer", "https://accounts.google.com", "OpenID Connect issuer of Google sign-in")
 	fs.StringVar(&o.GoogleClientID, "oauth-google-client-id", "", "Google OAuth client id; empty disables Google sign-in")

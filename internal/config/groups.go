@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -268,6 +269,58 @@ func (i *Ingest) Validate() error {
 	}
 	if i.BatchInterval < 10*time.Millisecond || i.BatchInterval > time.Minute {
 		return Invalid("ingest-batch-interval", errors.New("must be between 10ms and 1m"))
+	}
+	return nil
+}
+
+// Deliver settings of the delivery workers (webhooks and postbacks).
+type Deliver struct {
+	Workers    int
+	PerTarget  int
+	ClaimBatch int
+	Lease      time.Duration
+}
+
+func (d *Deliver) Register(fs *pflag.FlagSet) {
+	fs.IntVar(&d.Workers, "deliver-workers", 64, "delivery attempts in flight at once in this process")
+	fs.IntVar(&d.PerTarget, "deliver-per-target", 8, "delivery attempts in flight at once to one webhook or postback URL, so a slow receiver cannot take every worker")
+	fs.IntVar(&d.ClaimBatch, "deliver-claim-batch", 256, "most due deliveries one worker query claims")
+	fs.DurationVar(&d.Lease, "deliver-lease", 2*time.Minute, "how long a claimed delivery stays with its worker; a dead worker's deliveries come back after it")
+}
+
+func (d *Deliver) Validate() error {
+	if d.Workers < 1 || d.Workers > 10_000 {
+		return Invalid("deliver-workers", errors.New("must be between 1 and 10000"))
+	}
+	if d.PerTarget < 1 || d.PerTarget > d.Workers {
+		return Invalid("deliver-per-target", fmt.Errorf("must be between 1 and --deliver-workers (%d)", d.Workers))
+	}
+	if d.ClaimBatch < 1 || d.ClaimBatch > 10_000 {
+		return Invalid("deliver-claim-batch", errors.New("must be between 1 and 10000"))
+	}
+	if d.Lease <= 15*time.Second || d.Lease > time.Hour {
+		return Invalid("deliver-lease", errors.New("must be longer than an attempt (15s) and at most 1h"))
+	}
+	return nil
+}
+
+// Egress is the SSRF guard of every request the platform makes to a URL a company chose
+// (webhook and postback deliveries, the API's test send).
+type Egress struct {
+	// AllowCIDRs are the non-public ranges such URLs may resolve to. Set a default before
+	// Register: dev allows loopback.
+	AllowCIDRs []string
+}
+
+func (e *Egress) Register(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&e.AllowCIDRs, "egress-allow-cidrs", e.AllowCIDRs, "comma-separated address ranges that webhook and postback URLs may resolve to although not public (loopback, private, link-local, CGNAT, ULA and metadata addresses are refused otherwise)")
+}
+
+func (e *Egress) Validate() error {
+	for _, c := range e.AllowCIDRs {
+		if _, err := netip.ParsePrefix(strings.TrimSpace(c)); err != nil {
+			return Invalid("egress-allow-cidrs", fmt.Errorf("%q is not an address range like 10.0.0.0/8", c))
+		}
 	}
 	return nil
 }

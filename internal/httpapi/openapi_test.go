@@ -87,6 +87,8 @@ func everyArea() *httpapi.Server {
 	srv.MountStats(nil)
 	srv.MountWebhooks(nil)
 	srv.MountPostbacks(nil)
+	srv.MountDeliveries(nil, nil, httpapi.DeliveriesOptions{})
+	srv.MountAccount(nil)
 	return srv
 }
 

@@ -1,0 +1,80 @@
+// Small SVG charts of daily series: bars (stacked when there are several series) or a line.
+// Every mark carries a <title> (a tooltip), the picture a summary for screen readers, and a
+// hidden table repeats the figures.
+import { fmt, t } from './boot.js';
+import { h } from './ui.js';
+
+const NS = 'http://www.w3.org/2000/svg';
+const W = 640, H = 240, PAD = { top: 12, right: 12, bottom: 28, left: 56 };
+
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(NS, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  for (const c of children) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
+// niceMax rounds the top of the scale up to 1, 2 or 5 times a power of ten.
+function niceMax(v) {
+  if (v <= 0) return 1;
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+/**
+ * chart draws into el.
+ * days: ['YYYY-MM-DD', ...]; series: [{key, label, values: [number], cls}];
+ * format: value -> text; type: 'bar' | 'line'.
+ */
+export function chart(el, { days, series, format, type = 'bar', label, integer = false }) {
+  const plotW = W - PAD.left - PAD.right, plotH = H - PAD.top - PAD.bottom;
+  const totals = days.map((_, i) => series.reduce((a, sr) => a + (type === 'bar' ? sr.values[i] : 0), 0));
+  let max = niceMax(type === 'bar' ? Math.max(0, ...totals) : Math.max(0, ...series.flatMap((sr) => sr.values)));
+  // Counts get whole-number gridlines.
+  if (integer) max = Math.max(4, Math.ceil(max / 4) * 4);
+  const y = (v) => PAD.top + plotH - (v / max) * plotH;
+  const step = plotW / Math.max(1, days.length);
+  const sum = series.map((sr) => sr.values.reduce((a, b) => a + b, 0));
+
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', class: `chart-svg ${type}`,
+    'aria-label': `${label}: ${series.map((sr, i) => `${sr.label} ${format(sum[i])}`).join(', ')}` });
+  for (let i = 0; i <= 4; i++) {
+    const v = (max / 4) * i;
+    svg.append(s('line', { x1: PAD.left, x2: W - PAD.right, y1: y(v), y2: y(v), class: 'grid' }),
+      s('text', { x: PAD.left - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'axis' }, format(v)));
+  }
+  const every = Math.ceil(days.length / 8);
+  days.forEach((d, i) => {
+    if (i % every === 0) svg.append(s('text', { x: PAD.left + step * (i + 0.5), y: H - 8, 'text-anchor': 'middle', class: 'axis' }, fmt.day(d)));
+  });
+  if (type === 'bar') {
+    days.forEach((d, i) => {
+      let base = 0;
+      series.forEach((sr) => {
+        const v = sr.values[i];
+        if (v > 0) {
+          svg.append(s('rect', { x: PAD.left + step * i + step * 0.15, width: Math.max(1, step * 0.7), y: y(base + v), height: y(base) - y(base + v), class: `mark ${sr.cls}` },
+            s('title', {}, `${fmt.day(d)} · ${sr.label}: ${format(v)}`)));
+        }
+        base += v;
+      });
+    });
+  } else {
+    series.forEach((sr) => {
+      const pts = sr.values.map((v, i) => `${PAD.left + step * (i + 0.5)},${y(v)}`).join(' ');
+      svg.append(s('polyline', { points: pts, class: `line ${sr.cls}` }));
+      sr.values.forEach((v, i) => svg.append(s('circle', { cx: PAD.left + step * (i + 0.5), cy: y(v), r: 3, class: `mark ${sr.cls}` },
+        s('title', {}, `${fmt.day(days[i])} · ${sr.label}: ${format(v)}`))));
+    });
+  }
+  el.replaceChildren(svg);
+  series.forEach((sr, i) => { el.dataset['total' + sr.key[0].toUpperCase() + sr.key.slice(1)] = String(sum[i]); });
+  if (series.length > 1) {
+    el.append(h('ul', { class: 'legend' }, series.map((sr) => h('li', {}, h('span', { class: `swatch ${sr.cls}`, 'aria-hidden': 'true' }), sr.label))));
+  }
+  el.append(h('table', { class: 'visually-hidden' },
+    h('caption', {}, label),
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('common.day')), series.map((sr) => h('th', { scope: 'col' }, sr.label)))),
+    h('tbody', {}, days.map((d, i) => h('tr', {}, h('th', { scope: 'row' }, fmt.date(d)), series.map((sr) => h('td', {}, format(sr.values[i]))))))));
+}

@@ -1,0 +1,97 @@
+import { api } from '../api.js';
+import { boot, fmt, t } from '../boot.js';
+import { badge, clearFlash, flash, h, showError, table } from '../ui.js';
+
+const form = document.getElementById('filter-form');
+const container = document.getElementById('conversions');
+const more = document.getElementById('more');
+const bulk = document.getElementById('bulk-approve');
+const count = document.getElementById('selected-count');
+const advertiser = boot.kind === 'advertiser';
+const canDecide = advertiser && boot.role !== 'member';
+let rows = [];
+let cursor = '';
+const selected = new Set();
+
+function query() {
+  return { status: form.status.value, from: form.from.value, to: form.to.value, limit: 50, cursor };
+}
+
+function updateSelection() {
+  bulk.disabled = selected.size === 0;
+  count.textContent = selected.size ? t('conversions.selected', { n: fmt.number(selected.size) }) : '';
+}
+
+function render() {
+  const columns = [
+    { label: t('conversions.occurred'), render: (c) => fmt.dateTime(c.occurred_at) },
+    { label: t('conversions.order'), class: 'mono', render: (c) => c.external_id },
+    { label: t('conversions.type'), render: (c) => t('conversion_type.' + c.type) },
+    { label: t('conversions.sale'), class: 'num', render: (c) => fmt.money(c.amount, c.currency) },
+    { label: t('stats.commission'), class: 'num', render: (c) => fmt.money(c.commission.amount, c.commission.currency) },
+    { label: t('common.status'), render: (c) => badge(c.commission.status) },
+  ];
+  if (canDecide) {
+    columns.unshift({ label: t('conversions.select'), render: (c) => (c.commission.status === 'pending'
+      ? h('input', { type: 'checkbox', 'aria-label': t('conversions.select_one', { order: c.external_id }), checked: selected.has(c.id),
+        onchange: (e) => { e.target.checked ? selected.add(c.id) : selected.delete(c.id); updateSelection(); } })
+      : '') });
+    columns.push({ label: t('common.actions'), render: (c) => (c.commission.status === 'pending' ? h('div', { class: 'row' },
+      h('button', { type: 'button', onclick: () => decide(c, 'approve'), 'aria-label': t('conversions.approve_one', { order: c.external_id }) }, t('conversions.approve')),
+      h('button', { type: 'button', class: 'danger', onclick: () => decide(c, 'reject'), 'aria-label': t('conversions.reject_one', { order: c.external_id }) }, t('conversions.reject'))) : '') });
+  }
+  table(container, columns, rows, { caption: t('page.conversions.title'), empty: t('conversions.empty') });
+  more.hidden = !cursor;
+  updateSelection();
+}
+
+async function load(append = false) {
+  if (!append) { cursor = ''; rows = []; selected.clear(); }
+  try {
+    const page = await api.get('/api/conversions', query());
+    rows = rows.concat(page.data);
+    cursor = page.next_cursor;
+    render();
+  } catch (err) {
+    showError(err);
+  }
+}
+
+async function decide(c, action) {
+  clearFlash();
+  const body = {};
+  if (action === 'reject') {
+    const reason = prompt(t('conversions.reject_reason'));
+    if (reason === null) return;
+    if (reason.trim()) body.reason = reason.trim();
+  }
+  try {
+    await api.post(`/api/conversions/${encodeURIComponent(c.id)}/${action}`, body);
+    flash(t(action === 'approve' ? 'conversions.approved' : 'conversions.rejected', { order: c.external_id }));
+    await load();
+  } catch (err) {
+    showError(err);
+  }
+}
+
+bulk.addEventListener('click', async () => {
+  clearFlash();
+  const ids = [...selected];
+  try {
+    await api.post('/api/conversions/approve', { ids });
+    flash(t('conversions.bulk_approved', { n: fmt.number(ids.length) }));
+    await load();
+  } catch (err) {
+    const failures = err.problem && err.problem.failures;
+    if (failures) {
+      flash(t('conversions.bulk_failed', { n: fmt.number(failures.length) }), 'error');
+    } else {
+      showError(err);
+    }
+  }
+});
+
+form.addEventListener('submit', (e) => { e.preventDefault(); clearFlash(); load(); });
+more.addEventListener('click', () => load(true));
+document.querySelectorAll('[data-advertiser-only]').forEach((el) => { el.hidden = !canDecide; });
+load();

@@ -1,0 +1,68 @@
+import { api } from '../api.js';
+import { boot, fmt, t } from '../boot.js';
+import { badge, busy, clearFlash, flash, h, showError, table } from '../ui.js';
+
+const affiliate = boot.kind === 'affiliate';
+const canWrite = boot.role !== 'member';
+const form = document.getElementById('link-form');
+const container = document.getElementById('links');
+let names = new Map();
+
+async function load() {
+  try {
+    const progs = await api.get('/api/programs', { limit: 100 });
+    names = new Map(progs.data.map((p) => [p.id, p.name]));
+    if (form) {
+      const approved = (await api.get('/api/partnerships', { status: 'approved', limit: 100 })).data;
+      form.program_id.replaceChildren(...approved.map((p) => h('option', { value: p.program_id }, names.get(p.program_id) || p.program_id)));
+      form.querySelector('button[type=submit]').disabled = approved.length === 0;
+      if (!approved.length) flash(t('links.no_partnership'));
+    }
+    const page = await api.get('/api/tracking-links', { limit: 100 });
+    table(container, [
+      { label: t('links.program'), render: (l) => names.get(l.program_id) || l.program_id },
+      { label: t('links.url'), class: 'mono', render: (l) => h('div', { class: 'row' }, h('span', {}, l.url),
+        h('button', { type: 'button', class: 'copy', dataset: { value: l.url }, 'aria-label': t('links.copy_of', { url: l.url }) }, t('common.copy'))) },
+      { label: t('links.sub1'), render: (l) => l.sub1 || '–' },
+      { label: t('common.created'), render: (l) => fmt.dateTime(l.created_at) },
+      { label: t('common.status'), render: (l) => badge(l.status) },
+      affiliate && canWrite && { label: t('common.actions'), render: (l) => h('button', { type: 'button', onclick: () => toggle(l) },
+        l.status === 'active' ? t('links.pause') : t('links.resume')) },
+    ].filter(Boolean), page.data, { caption: t('links.list_title'), empty: affiliate ? t('links.empty') : t('links.empty_advertiser') });
+  } catch (err) {
+    showError(err);
+  }
+}
+
+async function toggle(l) {
+  clearFlash();
+  try {
+    await api.post(`/api/tracking-links/${encodeURIComponent(l.id)}/${l.status === 'active' ? 'pause' : 'resume'}`);
+    flash(l.status === 'active' ? t('links.paused') : t('links.resumed'));
+    await load();
+  } catch (err) {
+    showError(err);
+  }
+}
+
+if (form) {
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clearFlash();
+    const body = { program_id: form.program_id.value };
+    if (form.destination_url.value.trim()) body.destination_url = form.destination_url.value.trim();
+    if (form.sub1.value.trim()) body.sub1 = form.sub1.value.trim();
+    await busy(form, async () => {
+      try {
+        const l = await api.post('/api/tracking-links', body);
+        flash(t('links.created', { url: l.url }));
+        form.reset();
+        await load();
+      } catch (err) {
+        showError(err);
+      }
+    });
+  });
+}
+document.querySelectorAll('[data-writers-only]').forEach((el) => { if (!canWrite) el.hidden = true; });
+load();

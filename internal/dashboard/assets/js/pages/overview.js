@@ -1,0 +1,65 @@
+import { api } from '../api.js';
+import { fmt, t } from '../boot.js';
+import { chart } from '../chart.js';
+import { clearFlash, flash, showError } from '../ui.js';
+
+const form = document.getElementById('range-form');
+const totalsEl = document.getElementById('totals');
+
+function isoDay(d) { return d.toISOString().slice(0, 10); }
+
+const today = new Date();
+form.to.value = isoDay(today);
+form.from.value = isoDay(new Date(today.getTime() - 29 * 864e5));
+
+async function load() {
+  clearFlash();
+  totalsEl.setAttribute('aria-busy', 'true');
+  let report;
+  try {
+    report = await api.get('/api/stats', { group_by: 'day', from: form.from.value, to: form.to.value });
+  } catch (err) {
+    showError(err);
+    return;
+  } finally {
+    totalsEl.removeAttribute('aria-busy');
+  }
+  const cur = report.currency;
+  const money = (v) => fmt.money(String(v), cur);
+  const tot = report.totals;
+  const set = (k, v) => { totalsEl.querySelector(`[data-total="${k}"]`).textContent = v; };
+  set('clicks', fmt.number(tot.clicks));
+  set('conversions', fmt.number(tot.conversions.total));
+  set('commission', fmt.money(tot.commission, cur));
+  set('epc', fmt.money(tot.epc, cur));
+
+  const days = report.data.map((r) => r.day);
+  const col = (f) => report.data.map(f);
+  const plot = (id) => document.querySelector(`#${id} .plot`);
+  const label = (id) => document.querySelector(`#${id} figcaption`).textContent;
+  chart(plot('chart-clicks'), { days, label: label('chart-clicks'), format: fmt.number, integer: true, series: [
+    { key: 'clicks', label: t('stats.clicks'), values: col((r) => r.clicks), cls: 's1' },
+  ] });
+  chart(plot('chart-conversions'), { days, label: label('chart-conversions'), format: fmt.number, integer: true, series: [
+    { key: 'approved', label: t('status.approved'), values: col((r) => r.conversions.approved + r.conversions.paid), cls: 's2' },
+    { key: 'pending', label: t('status.pending'), values: col((r) => r.conversions.pending), cls: 's3' },
+  ] });
+  chart(plot('chart-commission'), { days, label: label('chart-commission'), type: 'line', format: money, series: [
+    { key: 'commission', label: t('stats.commission'), values: col((r) => Number(r.commission)), cls: 's2' },
+  ] });
+  chart(plot('chart-epc'), { days, label: label('chart-epc'), type: 'line', format: money, series: [
+    { key: 'epc', label: t('stats.epc'), values: col((r) => Number(r.epc)), cls: 's4' },
+  ] });
+  if (tot.clicks === 0 && tot.conversions.total === 0) flash(t('overview.no_data'));
+}
+
+form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (form.from.value > form.to.value) {
+    flash(t('overview.bad_range'), 'error');
+    return;
+  }
+  load();
+});
+
+load();

@@ -1,0 +1,71 @@
+import { api } from '../api.js';
+import { boot, fmt, t } from '../boot.js';
+import { badge, busy, clearFlash, flash, h, showError, table } from '../ui.js';
+
+const advertiser = boot.kind === 'advertiser';
+const canWrite = advertiser && boot.role !== 'member';
+const form = document.getElementById('payout-form');
+const container = document.getElementById('payouts');
+
+async function load() {
+  try {
+    const page = await api.get('/api/payouts', { limit: 100 });
+    table(container, [
+      advertiser && { label: t('payouts.affiliate'), class: 'mono', render: (p) => p.affiliate_id },
+      { label: t('payouts.period'), render: (p) => `${fmt.date(p.period_start)} – ${fmt.date(p.period_end)}` },
+      { label: t('payouts.count'), class: 'num', render: (p) => fmt.number(p.commission_count) },
+      { label: t('payouts.amount'), class: 'num', render: (p) => fmt.money(p.amount, p.currency) },
+      { label: t('common.status'), render: (p) => badge(p.status) },
+      canWrite && { label: t('common.actions'), render: (p) => (p.status === 'pending' ? h('div', { class: 'row' },
+        h('button', { type: 'button', onclick: () => act(p, 'paid') }, t('payouts.mark_paid')),
+        h('button', { type: 'button', onclick: () => act(p, 'failed') }, t('payouts.mark_failed')),
+        h('button', { type: 'button', class: 'danger', onclick: () => act(p, 'cancel') }, t('payouts.cancel'))) : '') },
+    ].filter(Boolean), page.data, { caption: t('payouts.list_title'), empty: t('payouts.empty') });
+  } catch (err) {
+    showError(err);
+  }
+}
+
+async function act(p, action) {
+  clearFlash();
+  if (action !== 'paid' && !confirm(t('payouts.confirm_' + action))) return;
+  try {
+    await api.post(`/api/payouts/${encodeURIComponent(p.id)}/${action}`);
+    flash(t('payouts.done_' + action));
+    await load();
+  } catch (err) {
+    showError(err);
+  }
+}
+
+async function loadAffiliates() {
+  const ps = (await api.get('/api/partnerships', { status: 'approved', limit: 100 })).data;
+  const affs = [...new Set(ps.map((p) => p.affiliate_id))];
+  form.affiliate_id.replaceChildren(...affs.map((id) => h('option', { value: id }, id)));
+}
+
+if (form) {
+  // The period ends before period_end: tomorrow includes today's commissions.
+  const today = new Date().toISOString().slice(0, 10);
+  form.period_end.value = new Date(Date.now() + 864e5).toISOString().slice(0, 10);
+  form.period_start.value = today.slice(0, 8) + '01';
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clearFlash();
+    if (!form.affiliate_id.value) { flash(t('payouts.no_affiliate'), 'error'); return; }
+    const body = { affiliate_id: form.affiliate_id.value, currency: form.currency.value.trim().toUpperCase(),
+      period_start: form.period_start.value, period_end: form.period_end.value };
+    await busy(form, async () => {
+      try {
+        const p = await api.post('/api/payouts', body);
+        flash(t('payouts.created', { amount: fmt.money(p.amount, p.currency), n: fmt.number(p.commission_count) }));
+        await load();
+      } catch (err) {
+        showError(err);
+      }
+    });
+  });
+  loadAffiliates().catch(showError);
+}
+document.querySelectorAll('[data-writers-only]').forEach((el) => { if (!canWrite) el.hidden = true; });
+load();

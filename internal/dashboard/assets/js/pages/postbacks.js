@@ -1,0 +1,81 @@
+import { api } from '../api.js';
+import { boot, fmt, t } from '../boot.js';
+import { deliveryTable } from '../deliveries.js';
+import { busy, clearFlash, flash, showError } from '../ui.js';
+
+const canWrite = boot.role !== 'member';
+const form = document.getElementById('postback-form');
+const secretBox = document.getElementById('pb-secret');
+
+function showSettings(s) {
+  form.url.value = s.url || '';
+  document.getElementById('pb-secret-info').textContent = s.secret_created_at
+    ? t('postbacks.secret_since', { date: fmt.dateTime(s.secret_created_at) }) : t('postbacks.no_secret');
+  document.getElementById('pb-rotate').disabled = !s.url;
+}
+
+function showSecret(secret) {
+  if (!secret) return;
+  document.getElementById('pb-secret-value').value = secret;
+  secretBox.hidden = false;
+  document.getElementById('pb-secret-value').focus();
+}
+
+async function load() {
+  try {
+    showSettings(await api.get('/api/postbacks'));
+  } catch (err) {
+    showError(err);
+  }
+  loadDeliveries();
+}
+
+async function loadDeliveries() {
+  const container = document.getElementById('pb-deliveries');
+  try {
+    const page = await api.get('/api/postbacks/deliveries', { limit: 50 });
+    deliveryTable(container, page.data, canWrite, async (d) => {
+      try {
+        await api.post(`/api/webhooks/${encodeURIComponent(d.id)}/replay`);
+        flash(t('deliveries.replayed'));
+        await loadDeliveries();
+      } catch (err) {
+        showError(err);
+      }
+    });
+  } catch (err) {
+    showError(err);
+  }
+}
+
+form.addEventListener('submit', async (e) => {
+  e.preventDefault();
+  clearFlash();
+  const url = form.url.value.trim() || null;
+  await busy(form, async () => {
+    try {
+      const s = await api.put('/api/postbacks', { url });
+      showSettings(s);
+      showSecret(s.secret);
+      flash(url ? t('postbacks.saved') : t('postbacks.removed'));
+    } catch (err) {
+      showError(err);
+    }
+  });
+});
+
+document.getElementById('pb-rotate').addEventListener('click', async () => {
+  clearFlash();
+  if (!confirm(t('postbacks.rotate_confirm'))) return;
+  try {
+    const r = await api.put('/api/postbacks/rotate-secret', {});
+    showSecret(r.secret);
+    flash(r.previous_secret_expires_at ? t('webhooks.rotated_done', { date: fmt.dateTime(r.previous_secret_expires_at) }) : t('postbacks.rotated'));
+    await load();
+  } catch (err) {
+    showError(err);
+  }
+});
+
+document.querySelectorAll('[data-writers-only]').forEach((el) => { if (!canWrite) el.hidden = true; });
+load();

@@ -1,0 +1,545 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath is Debian's Chromium (hack/deps.sh installs it).
+const chromiumPath = "/usr/bin/chromium"
+
+// envScreenshots names the directory where the browser tests write a PNG of every page in
+// every language (make screenshots).
+const envScreenshots = "PARTNERSTREAM_SCREENSHOTS"
+
+// browser is one Chromium tab with its own cookies, speaking lang, that records the page's
+// JavaScript errors.
+type browser struct {
+	ctx    context.Context
+	t      *testing.T
+	base   string
+	lang   string
+	mu     sync.Mutex
+	errors []string
+}
+
+func newBrowser(t *testing.T, base, lang string, width, height int) *browser {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing: run hack/deps.sh (CI must not skip the browser tests)", chromiumPath)
+		}
+		t.Skipf("%s is missing: run hack/deps.sh", chromiumPath)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(width, height), chromedp.Flag("lang", lang))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	b := &browser{ctx: ctx, t: t, base: base, lang: lang}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			b.record(ev.ExceptionDetails.Error())
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.APITypeError {
+				var parts []string
+				for _, a := range ev.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				b.record(strings.Join(parts, " "))
+			}
+		case *page.EventJavascriptDialogOpening:
+			// The dashboard asks before destroying things; the journeys say yes.
+			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
+		}
+	})
+	accept := map[string]string{"en": "en-US,en;q=0.9", "es": "es-ES,es;q=0.9"}[lang]
+	b.run(network.Enable(), network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": accept}),
+		emulation.SetLocaleOverride().WithLocale(lang), emulation.SetTimezoneOverride("UTC"))
+	t.Cleanup(func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, e := range b.errors {
+			t.Errorf("JavaScript error in the page: %s", e)
+		}
+	})
+	return b
+}
+
+func (b *browser) record(msg string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.errors = append(b.errors, msg)
+}
+
+func (b *browser) run(actions ...chromedp.Action) {
+	b.t.Helper()
+	if err := chromedp.Run(b.ctx, actions...); err != nil {
+		b.t.Fatalf("browser (%s): %v", b.lang, err)
+	}
+}
+
+func (b *browser) open(path string) {
+	b.t.Helper()
+	b.run(chromedp.Navigate(b.base+path), chromedp.WaitReady("body", chromedp.ByQuery))
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	var s string
+	b.run(chromedp.Text(sel, &s, chromedp.ByQuery))
+	return strings.TrimSpace(s)
+}
+
+func (b *browser) eval(js string, out any) {
+	b.t.Helper()
+	b.run(chromedp.Evaluate(js, out))
+}
+
+// waitFor polls a JavaScript condition until it holds.
+func (b *browser) waitFor(what, js string) {
+	b.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		// The page may be navigating: an error or a missing document is "not yet".
+		var ok bool
+		err := chromedp.Run(b.ctx, chromedp.Evaluate("(() => { try { return !!("+js+") } catch { return false } })()", &ok))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			var flash string
+			b.eval(`(document.getElementById('flash')||{}).textContent||''`, &flash)
+			b.t.Fatalf("browser (%s): waiting for %s: gave up (flash: %q)", b.lang, what, flash)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (b *browser) path() string {
+	var loc string
+	b.eval(`location.pathname`, &loc)
+	return loc
+}
+
+// screenshot writes a PNG of the whole page when make screenshots asked for them.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	dir := os.Getenv(envScreenshots)
+	if dir == "" {
+		return
+	}
+	var png []byte
+	var ignored bool
+	b.eval(`(document.activeElement && document.activeElement.blur(), window.scrollTo(0, 0), true)`, &ignored)
+	b.run(chromedp.CaptureScreenshot(&png))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+"-"+b.lang+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// words are the strings a journey checks, per language, straight from the catalogues'
+// meaning (not their ids), so a page showing the wrong language fails.
+var words = map[string]map[string]string{
+	"en": {"login": "Sign in", "overview": "Overview", "apikeys": "API keys", "created": "created", "conversions": "Conversions & commissions"},
+	"es": {"login": "Iniciar sesión", "overview": "Resumen", "apikeys": "Claves de API", "created": "creada", "conversions": "Conversiones y comisiones"},
+}
+
+var codePattern = regexp.MustCompile(`\b[0-9]{6}\b`)
+
+// signUp walks the sign-up with a magic code read from the SMTP listener and lands on the
+// overview.
+func (b *browser) signUp(s *stack, email, kind, company string) {
+	b.t.Helper()
+	b.open("/app")
+	if p := b.path(); p != "/login" {
+		b.t.Fatalf("a visitor without a session is at %s, want /login", p)
+	}
+	if got := b.text("h1"); got != words[b.lang]["login"] {
+		b.t.Fatalf("login heading %q, want %q (Accept-Language %s)", got, words[b.lang]["login"], b.lang)
+	}
+	b.screenshot("login")
+	b.run(chromedp.Click("#to-signup", chromedp.ByQuery),
+		chromedp.SendKeys("#email", email, chromedp.ByQuery),
+		chromedp.Click(`input[name=company_kind][value=`+kind+`]`, chromedp.ByQuery),
+		chromedp.SendKeys("#company_name", company, chromedp.ByQuery),
+		chromedp.Click(`#request-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#code", chromedp.ByQuery))
+	msg := s.inbox.Wait(b.t, email, 10*time.Second)
+	code := codePattern.FindString(msg.Text)
+	if code == "" {
+		b.t.Fatalf("no code in the e-mail: %q", msg.Text)
+	}
+	b.run(chromedp.SendKeys("#code", code, chromedp.ByQuery), chromedp.Click(`#verify-form button[type=submit]`, chromedp.ByQuery))
+	b.waitFor("the overview after sign-in", `location.pathname === '/app' && document.querySelector('#chart-clicks svg')`)
+	if got := b.text("h1"); got != words[b.lang]["overview"] {
+		b.t.Fatalf("overview heading %q, want %q", got, words[b.lang]["overview"])
+	}
+}
+
+// waitForChart reloads the overview until the conversions chart shows the totals (the
+// figures reach ClickHouse through Kafka and ingest, within a second or so).
+func (b *browser) waitForChart(kv ...any) {
+	b.t.Helper()
+	cond := []string{}
+	for i := 0; i < len(kv); i += 2 {
+		name := kv[i].(string)
+		cond = append(cond, fmt.Sprintf(`p.dataset.total%s === '%d'`, strings.ToUpper(name[:1])+name[1:], kv[i+1].(int)))
+	}
+	js := `(p => p && ` + strings.Join(cond, " && ") + `)(document.querySelector('#chart-conversions .plot[data-total-pending]'))`
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b.open("/app")
+		b.waitFor("the conversions chart", `document.querySelector('#chart-conversions svg')`)
+		var ok bool
+		b.eval(js, &ok)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			var got string
+			b.eval(`JSON.stringify(document.querySelector('#chart-conversions .plot').dataset)`, &got)
+			b.t.Fatalf("the conversions chart shows %s, want %v", got, kv)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// createAPIKey creates a key on Settings > API keys and returns the secret shown once.
+func (b *browser) createAPIKey(name string) string {
+	b.t.Helper()
+	b.open("/app/settings/api-keys")
+	b.waitFor("the key list", `document.querySelector('#keys .empty, #keys table')`)
+	b.run(chromedp.SendKeys("#key-name", name, chromedp.ByQuery), chromedp.Click(`#create-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#new-key", chromedp.ByQuery))
+	var key string
+	b.run(chromedp.Value("#new-key-value", &key, chromedp.ByQuery))
+	b.waitFor("the new key in the list", fmt.Sprintf(`[...document.querySelectorAll('#keys td')].some(td => td.textContent === %q)`, name))
+	if flash := b.text("#flash"); !strings.Contains(flash, words[b.lang]["created"]) {
+		b.t.Fatalf("flash %q does not say the key was %s", flash, words[b.lang]["created"])
+	}
+	return key
+}
+
+func TestBrowserJourneys(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	for _, lang := range []string{"en", "es"} {
+		t.Run("in "+lang, func(t *testing.T) {
+			b := newBrowser(t, s.base, lang, 1280, 900)
+			adv := "brand-" + lang + "@example.test"
+			b.signUp(s, adv, "advertiser", "Brand "+lang)
+			if var_ := b.text("html"); var_ == "" {
+				t.Fatal("empty page")
+			}
+			var htmlLang string
+			b.eval(`document.documentElement.lang`, &htmlLang)
+			if htmlLang != lang {
+				t.Fatalf("html lang %q, want %q", htmlLang, lang)
+			}
+			b.screenshot("overview")
+
+			key := b.createAPIKey("server " + lang)
+			b.screenshot("apikeys")
+			if status, body := s.call(t, "GET", "/api/partner-api/me", key, ""); status != 200 || !strings.Contains(body, "Brand "+lang) {
+				t.Fatalf("the new key on /api/partner-api/me: %d %s", status, body)
+			}
+
+			// A conversion registered with that key shows as pending on the overview; approving
+			// its commission on the conversions page moves it to approved on the chart.
+			clickID := s.trafficFor(t, adv, "aff-"+lang+"@example.test")
+			order := "order-" + lang
+			s.eventually(t, "the conversion is registered", func() (bool, string) {
+				status, body := s.call(t, "POST", "/api/v1/conversions", key, `{"click_id":"`+clickID+`","external_id":"`+order+`","amount":"120.00"}`)
+				return status == 201 || status == 200, fmt.Sprintf("%d %s", status, body)
+			})
+			b.waitForChart("pending", 1, "approved", 0)
+			b.screenshot("overview")
+
+			b.open("/app/conversions")
+			b.waitFor("the conversion in the list", `document.querySelector('#conversions tbody tr')`)
+			if got := b.text("h1"); got != words[lang]["conversions"] {
+				t.Fatalf("conversions heading %q, want %q", got, words[lang]["conversions"])
+			}
+			b.screenshot("conversions")
+			b.run(chromedp.Click(`#conversions tbody tr button:not(.danger)`, chromedp.ByQuery))
+			b.waitFor("the approval", `document.querySelector('#conversions .badge.approved')`)
+			b.waitForChart("pending", 0, "approved", 1)
+
+			// The language switch saves the choice with the account.
+			other := map[string]string{"en": "es", "es": "en"}[lang]
+			b.open("/app")
+			b.run(chromedp.Click(`.langs a[data-locale="`+other+`"]`, chromedp.ByQuery))
+			b.waitFor("the page in the other language", `document.documentElement.lang === '`+other+`'`)
+			if got := b.text("h1"); got != words[other]["overview"] {
+				t.Fatalf("after switching to %s the heading is %q", other, got)
+			}
+			u, err := s.ids.UserByEmail(context.Background(), adv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Locale != other {
+				t.Fatalf("saved locale %q, want %q", u.Locale, other)
+			}
+			b.open("/app/conversions")
+			if got := b.text("h1"); got != words[other]["conversions"] {
+				t.Fatalf("the saved language does not stick: heading %q", got)
+			}
+
+			// Every page fits a phone (360 px) without scrolling sideways.
+			b.run(emulation.SetDeviceMetricsOverride(360, 740, 1, true))
+			for _, p := range []string{"/app", "/app/conversions", "/app/settings/api-keys", "/app/settings/webhooks"} {
+				b.open(p)
+				b.waitFor("the page's data on "+p, `!document.querySelector('[aria-busy="true"]')`)
+				var overflow int
+				b.eval(`document.documentElement.scrollWidth - window.innerWidth`, &overflow)
+				if overflow > 0 {
+					t.Errorf("%s is %d px wider than a 360 px phone", p, overflow)
+				}
+			}
+			b.run(emulation.ClearDeviceMetricsOverride())
+		})
+	}
+}
+
+// fill types into a form field after clearing it.
+func (b *browser) fill(sel, value string) {
+	b.t.Helper()
+	b.waitFor("the field "+sel, fmt.Sprintf(`document.querySelector(%q)`, sel))
+	var ignored bool
+	b.eval(fmt.Sprintf(`(document.querySelector(%q).value = '', true)`, sel), &ignored)
+	b.run(chromedp.SendKeys(sel, value, chromedp.ByQuery))
+}
+
+func (b *browser) click(sel string) {
+	b.t.Helper()
+	b.run(chromedp.Click(sel, chromedp.ByQuery))
+}
+
+// clickRow clicks the button labelled label in the first table row containing text.
+func (b *browser) clickRow(container, text, label string) {
+	b.t.Helper()
+	js := fmt.Sprintf(`(() => { const row = [...document.querySelectorAll('%s tbody tr')].find(r => r.textContent.includes(%q));
+		const btn = row && [...row.querySelectorAll('button')].find(x => x.textContent.trim() === %q);
+		if (btn) btn.click(); return !!btn; })()`, container, text, label)
+	b.waitFor(fmt.Sprintf("a %q button in a row with %q", label, text), js)
+}
+
+func (b *browser) flashSays(what string) {
+	b.t.Helper()
+	b.waitFor("the message "+what, fmt.Sprintf(`document.getElementById('flash').textContent.includes(%q)`, what))
+}
+
+// partnerWords are the labels the partner journey clicks, per language.
+var partnerWords = map[string]map[string]string{
+	"en": {"apply": "Apply", "approve": "Approve", "mark_paid": "Mark paid", "pending": "Pending", "approved": "Approved", "paid": "Paid"},
+	"es": {"apply": "Solicitar", "approve": "Aprobar", "mark_paid": "Marcar como pagado", "pending": "Pendiente", "approved": "Aprobada", "paid": "Pagada"},
+}
+
+// TestBrowserPartnerJourney walks a brand and an affiliate through the rest of the
+// dashboard: a program made in the browser, an application approved, a tracking link, a
+// commission approved and paid out, and the postback settings.
+func TestBrowserPartnerJourney(t *testing.T) {
+	s := newStack(t, stackOptions{})
+	for _, lang := range []string{"en", "es"} {
+		t.Run("in "+lang, func(t *testing.T) {
+			w := partnerWords[lang]
+			adv := newBrowser(t, s.base, lang, 1280, 900)
+			adv.signUp(s, "shop-"+lang+"@example.test", "advertiser", "Shop "+lang)
+			aff := newBrowser(t, s.base, lang, 1280, 900)
+			aff.signUp(s, "blog-"+lang+"@example.test", "affiliate", "Blog "+lang)
+
+			// The affiliate sets a postback URL (and rotates its secret) before any commission
+			// changes, so the log at the end has deliveries.
+			receiver := newReceiver(t)
+			aff.open("/app/settings/postbacks")
+			aff.waitFor("the postback settings", `document.getElementById('pb-secret-info').textContent !== ''`)
+			aff.fill("#pb-url", receiver.url+"/postback")
+			aff.click(`#postback-form button[type=submit]`)
+			aff.waitFor("the postback secret, shown once", `document.getElementById('pb-secret-value').value.startsWith('whsec_')`)
+			var first string
+			aff.eval(`document.getElementById('pb-secret-value').value`, &first)
+			aff.click("#pb-rotate")
+			aff.waitFor("a new postback secret", fmt.Sprintf(`document.getElementById('pb-secret-value').value.startsWith('whsec_') && document.getElementById('pb-secret-value').value !== %q`, first))
+			aff.waitFor("the empty delivery log", `document.querySelector('#pb-deliveries .empty')`)
+
+			program := "Sneakers " + lang
+			adv.open("/app/programs")
+			adv.waitFor("the program list", `document.querySelector('#programs .empty, #programs table')`)
+			adv.fill("#p-name", program)
+			adv.fill("#p-landing", "https://shop.example/")
+			adv.fill("#p-value", "7.50")
+			adv.click(`#program-form button[type=submit]`)
+			adv.waitFor("the new program", fmt.Sprintf(`document.querySelector('#programs').textContent.includes(%q)`, program))
+			adv.screenshot("programs-advertiser")
+
+			// An invitation-only program is not listed: the brand shares its id.
+			var programID string
+			adv.eval(fmt.Sprintf(`[...document.querySelectorAll('#programs tbody tr')].find(r => r.textContent.includes(%q)).dataset.id`, program), &programID)
+			aff.open("/app/programs")
+			aff.fill("#apply-id", programID)
+			aff.click(`#apply-form button[type=submit]`)
+			aff.waitFor("the pending application", `document.querySelector('#programs .badge.pending')`)
+			aff.screenshot("programs-affiliate")
+
+			adv.open("/app/partnerships")
+			adv.clickRow("#partnerships", program, w["approve"])
+			adv.waitFor("the approved partnership", `document.querySelector('#partnerships .badge.approved')`)
+			adv.screenshot("partnerships")
+
+			aff.open("/app/links")
+			aff.waitFor("the program to link to", fmt.Sprintf(`[...document.querySelectorAll('#l-program option')].some(o => o.textContent === %q)`, program))
+			aff.fill("#l-sub1", "newsletter")
+			aff.click(`#link-form button[type=submit]`)
+			aff.waitFor("the new link", `document.querySelector('#links tbody tr button.copy')`)
+			var linkURL string
+			aff.eval(`document.querySelector('#links tbody tr button.copy').dataset.value`, &linkURL)
+			aff.screenshot("links")
+			code := linkURL[strings.LastIndex(linkURL, "/c/")+3:]
+
+			key := adv.createAPIKey("shop server")
+			clickID := s.click(t, code)
+			order := "sneaker-order-" + lang
+			s.eventually(t, "the conversion is registered", func() (bool, string) {
+				status, body := s.call(t, "POST", "/api/v1/conversions", key, `{"click_id":"`+clickID+`","external_id":"`+order+`","amount":"80.00"}`)
+				return status == 201 || status == 200, fmt.Sprintf("%d %s", status, body)
+			})
+			adv.open("/app/conversions")
+			adv.clickRow("#conversions", order, w["approve"])
+			adv.waitFor("the approved commission", `document.querySelector('#conversions .badge.approved')`)
+
+			adv.open("/app/payouts")
+			adv.waitFor("the affiliate to pay", `document.querySelector('#po-affiliate option')`)
+			adv.click(`#payout-form button[type=submit]`)
+			adv.waitFor("the payout", `document.querySelector('#payouts tbody tr')`)
+			adv.screenshot("payouts")
+			adv.clickRow("#payouts", "", w["mark_paid"])
+			adv.waitFor("the paid payout", `document.querySelector('#payouts .badge.paid')`)
+
+			aff.open("/app/conversions")
+			aff.waitFor("the paid commission, seen by the affiliate", `document.querySelector('#conversions .badge.paid')`)
+			if aff.count(`#conversions button`) != 0 {
+				t.Fatal("an affiliate is offered to approve or reject")
+			}
+			aff.open("/app/payouts")
+			aff.waitFor("the paid payout, seen by the affiliate", `document.querySelector('#payouts .badge.paid')`)
+
+			// The postback URL was set at the start: the commission's changes were delivered.
+			aff.open("/app/settings/postbacks")
+			aff.waitFor("a delivered postback in the log", `document.querySelector('#pb-deliveries .badge.succeeded')`)
+			if receiver.count() == 0 {
+				t.Fatal("the postback receiver got nothing")
+			}
+			aff.screenshot("postbacks")
+		})
+	}
+}
+
+func (b *browser) count(sel string) int {
+	var n int
+	b.eval(fmt.Sprintf(`document.querySelectorAll(%q).length`, sel), &n)
+	return n
+}
+
+// receiver is an HTTP server on loopback that answers 204 and counts what it gets.
+type receiver struct {
+	url string
+	mu  sync.Mutex
+	n   int
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		r.mu.Lock()
+		r.n++
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL
+	return r
+}
+
+func (r *receiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// TestBrowserWebhookJourney creates, edits and rotates a webhook in the browser and sees its
+// deliveries, on the envtest control plane with the real controller and delivery workers.
+func TestBrowserWebhookJourney(t *testing.T) {
+	s := newStack(t, stackOptions{kube: true})
+	for _, lang := range []string{"en", "es"} {
+		t.Run("in "+lang, func(t *testing.T) {
+			b := newBrowser(t, s.base, lang, 1280, 900)
+			email := "hooks-" + lang + "@example.test"
+			b.signUp(s, email, "advertiser", "Hooks "+lang)
+			rcv := newReceiver(t)
+
+			b.open("/app/settings/webhooks")
+			b.waitFor("the webhook list", `document.querySelector('#hooks .empty, #hooks table')`)
+			b.fill("#hook-url", rcv.url+"/hooks")
+			b.click(`input[name=events][value="conversion.created"]`)
+			b.click(`#hook-form button[type=submit]`)
+			b.waitFor("the signing secret, shown once", `document.getElementById('hook-secret-value').value.startsWith('whsec_')`)
+			b.waitFor("the new webhook", `document.querySelector('#hooks tbody tr')`)
+
+			b.clickRow("#hooks", rcv.url, map[string]string{"en": "Edit", "es": "Editar"}[lang])
+			b.fill("#hook-description", "orders "+lang)
+			b.click(`#hook-form button[type=submit]`)
+			b.flashSays(map[string]string{"en": "Webhook saved.", "es": "Webhook guardado."}[lang])
+
+			var first string
+			b.eval(`document.getElementById('hook-secret-value').value`, &first)
+			b.clickRow("#hooks", rcv.url, map[string]string{"en": "Rotate secret", "es": "Rotar secreto"}[lang])
+			b.waitFor("a new signing secret", fmt.Sprintf(`document.getElementById('hook-secret-value').value.startsWith('whsec_') && document.getElementById('hook-secret-value').value !== %q`, first))
+
+			// A conversion of this advertiser is delivered to the webhook.
+			key := b.createAPIKey("hooks server")
+			clickID := s.trafficFor(t, email, "hooks-aff-"+lang+"@example.test")
+			s.eventually(t, "the conversion is registered", func() (bool, string) {
+				status, body := s.call(t, "POST", "/api/v1/conversions", key, `{"click_id":"`+clickID+`","external_id":"hook-order","amount":"10.00"}`)
+				return status == 201 || status == 200, fmt.Sprintf("%d %s", status, body)
+			})
+			s.eventually(t, "the receiver gets the webhook", func() (bool, string) { return rcv.count() > 0, "nothing yet" })
+			b.open("/app/settings/webhooks")
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				b.clickRow("#hooks", rcv.url, map[string]string{"en": "History", "es": "Historial"}[lang])
+				b.waitFor("the delivery history", `document.querySelector('#deliveries .empty, #deliveries table')`)
+				if b.count(`#deliveries .badge.succeeded`) > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("no delivered webhook in the history")
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+			b.click("#retry-failed")
+			b.flashSays(map[string]string{"en": "0 failed deliveries", "es": "0 entregas fallidas"}[lang])
+			b.screenshot("webhooks")
+		})
+	}
+}

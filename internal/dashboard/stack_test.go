@@ -1,0 +1,282 @@
+package dashboard_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/partnerstream/partnerstream/controllers"
+	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/dashboard"
+	"github.com/partnerstream/partnerstream/internal/delivery"
+	"github.com/partnerstream/partnerstream/internal/health"
+	"github.com/partnerstream/partnerstream/internal/httpapi"
+	"github.com/partnerstream/partnerstream/internal/idempotency"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ingest"
+	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/links"
+	"github.com/partnerstream/partnerstream/internal/magiccode"
+	"github.com/partnerstream/partnerstream/internal/mailer"
+	"github.com/partnerstream/partnerstream/internal/outbox"
+	"github.com/partnerstream/partnerstream/internal/postbacks"
+	"github.com/partnerstream/partnerstream/internal/programs"
+	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/signin"
+	"github.com/partnerstream/partnerstream/internal/stats"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
+	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
+	"github.com/partnerstream/partnerstream/internal/tracking"
+	"github.com/partnerstream/partnerstream/internal/webhooks"
+	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// stack is the api component as cmd/partnerstream builds it, on a free loopback port, with
+// the dashboard mounted: real Postgres and ClickHouse, an embedded Kafka broker carrying
+// clicks and domain events to ClickHouse through the real outbox relay and ingest, and an
+// SMTP listener receiving the sign-in codes, and the delivery workers. Webhooks need the
+// envtest control plane (stackOptions.kube).
+type stack struct {
+	base  string
+	inbox *testenv.Inbox
+	ids   *identity.Store
+	prg   *programs.Service
+	lks   *links.Service
+}
+
+// kube is the envtest control plane of the package's tests (nil without KUBEBUILDER_ASSETS:
+// the webhook journey then skips, or fails under CI=true).
+var kube *kubetest.Env
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Run(m, &kube)) }
+
+// stackOptions choose the optional parts of the stack.
+type stackOptions struct {
+	// kube runs webhooks on the envtest control plane with the real controller, and the
+	// delivery workers deliver them.
+	kube bool
+}
+
+func newStack(t *testing.T, o stackOptions) *stack {
+	t.Helper()
+	var hooks *webhooks.Service
+	var subs *webhooks.Cache
+	if o.kube {
+		kube.Require(t)
+		ns := kube.Namespace(t)
+		kube.StartManager(t, ns, func(mgr ctrl.Manager) error {
+			return (&controllers.WebhookReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+		})
+		hooks = webhooks.NewService(kube.Client, webhooks.Options{Namespace: ns})
+		var err error
+		if subs, err = webhooks.NewCache(kube.Config, webhooks.CacheOptions{Namespace: ns, Log: quiet}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, db := pgtest.Migrated(t)
+	chAddr, chDB := testenv.ClickHouse(t)
+	ch, err := chstore.Open(ctx, chstore.Config{Addr: chAddr, Database: chDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	if err := chstore.Migrate(ctx, ch, chDB, quiet); err != nil {
+		t.Fatal(err)
+	}
+	kcfg := kafka.Config{Brokers: testenv.Kafka(t), Partitions: 1, ReplicationFactor: 1, Retention: time.Hour, ClientID: "dashboard-test"}
+	if err := kafka.EnsureTopics(ctx, kcfg, kafka.TopicClicks, kafka.TopicEvents); err != nil {
+		t.Fatal(err)
+	}
+
+	s := &stack{ids: identity.NewStore(db)}
+	keys, err := session.ParseKeys(session.GenerateKeySpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := session.NewManager(db, keys, session.Options{InsecureCookies: true})
+	smtpAddr, inbox := testenv.SMTP(t)
+	s.inbox = inbox
+	host, port, _ := net.SplitHostPort(smtpAddr)
+	portN, _ := strconv.Atoi(port)
+	m, err := mailer.NewSMTP(mailer.SMTPConfig{Host: host, Port: portN, TLS: mailer.TLSNone, From: "PartnerStream <no-reply@example.test>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes, err := magiccode.NewService(db, m, magiccode.Options{Pepper: keys.Derive("magic-code-pepper")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	keyAuth := auth.NewKeyAuthenticator(s.ids, auth.KeyAuthOptions{Log: quiet})
+	srv := httpapi.New(httpapi.Options{Addr: "127.0.0.1:0", Log: quiet, Health: health.NewRegistry(), Keys: keyAuth,
+		Sessions: httpapi.SessionAuth(sessions), Idempotency: idempotency.NewStore(db, nil)})
+	s.prg = programs.NewService(db, programs.Options{})
+	srvBase := "http://127.0.0.1" // links carry it; the redirect is called by path
+	s.lks = links.NewService(db, links.Options{BaseURL: srvBase})
+	recorder, err := tracking.NewRecorder(tracking.RecorderOptions{Kafka: kcfg, Mode: tracking.ModeAck, AckTimeout: 2 * time.Second,
+		SpoolDir: t.TempDir(), SpoolMaxBytes: 1 << 20, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clicks := tracking.NewService(tracking.NewResolver(s.lks, tracking.ResolverOptions{}), recorder, tracking.ServiceOptions{Log: quiet})
+	cnv := conversions.New(db, conversions.NewClickHouseClicks(ch, chDB), conversions.Options{})
+	srv.MountAuth(signin.New(s.ids, sessions, codes, nil), sessions, s.ids, true)
+	srv.MountAPIKeys(s.ids)
+	srv.MountAccount(dashboard.NewAccountStore(db))
+	srv.MountPrograms(s.prg)
+	srv.MountTracking(s.lks, clicks, httpapi.TrackingOptions{})
+	srv.MountPartnerships(s.prg)
+	pbs := postbacks.NewService(db, postbacks.Options{})
+	// The delivery routes' literal paths go before the webhook routes' /api/webhooks/:id.
+	if hooks != nil {
+		srv.MountDeliveries(delivery.NewHistory(db, nil), hooks, httpapi.DeliveriesOptions{})
+		srv.MountWebhooks(hooks)
+	} else {
+		srv.MountDeliveries(delivery.NewHistory(db, nil), nil, httpapi.DeliveriesOptions{})
+		srv.MountWebhooks(nil)
+	}
+	srv.MountPostbacks(pbs)
+	srv.MountConversions(cnv)
+	srv.MountPayouts(cnv)
+	srv.MountConversionPostback(cnv)
+	srv.MountStats(stats.New(ch, chDB, stats.Options{}))
+	dashboard.Mount(srv.App(), dashboard.Options{Sessions: sessions, Users: s.ids, OAuthProviders: []string{"google", "linkedin"}, Log: quiet})
+
+	events := kafka.NewWriter(kcfg, kafka.TopicEvents)
+	relay := outbox.NewRelay(db, events, outbox.RelayOptions{PollInterval: 20 * time.Millisecond})
+	ing, err := ingest.New(ingest.Options{Kafka: kcfg, ClickHouse: ch, Database: chDB, BatchInterval: 50 * time.Millisecond, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The receivers of the tests listen on loopback, which the SSRF guard refuses unless
+	// allowed.
+	do := delivery.Options{DB: db, Kafka: kcfg, Postbacks: pbs, AllowList: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		PollInterval: 100 * time.Millisecond, Log: quiet}
+	runs := []func(context.Context) error{srv.Run, relay.Run, recorder.Run, ing.Run}
+	if subs != nil {
+		do.Subscriptions = subs
+		runs = append(runs, subs.Run)
+	}
+	deliver, err := delivery.New(do)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs = append(runs, deliver.Run)
+	done := make(chan struct{}, len(runs))
+	for _, run := range runs {
+		go func() { _ = run(ctx); done <- struct{}{} }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range runs {
+			<-done
+		}
+		_ = events.Close()
+	})
+	addr, err := srv.Addr(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.base = "http://" + addr
+	return s
+}
+
+// call sends a request with an API key and returns the status and body.
+func (s *stack) call(t *testing.T, method, path, key, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("x-api-key", key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (s *stack) eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: gave up; last: %s", what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// trafficFor gives the advertiser (signed up in the browser) a public program, an affiliate
+// company with a tracking link to it, and one click through the real redirect; it returns the
+// click id the landing page receives.
+func (s *stack) trafficFor(t *testing.T, advertiserEmail, affiliateEmail string) string {
+	t.Helper()
+	ctx := context.Background()
+	u, err := s.ids.UserByEmail(ctx, advertiserEmail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := s.prg.CreateProgram(ctx, programs.Actor{CompanyID: u.CompanyID, Kind: identity.Advertiser, Role: "owner"},
+		programs.ProgramInput{Name: "Shoes", LandingURL: "https://shop.example/", Currency: "EUR",
+			Commission: &programs.RuleInput{Type: "fixed", Amount: "12.50"}, Visibility: "public"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aff, _, err := s.ids.CreateCompany(ctx, identity.NewCompany{Kind: identity.Affiliate, Name: "Affiliate", OwnerEmail: affiliateEmail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.prg.Apply(ctx, programs.Actor{CompanyID: aff.ID, Kind: identity.Affiliate, Role: "owner"}, programs.ApplyInput{ProgramID: prog.ID}); err != nil {
+		t.Fatal(err)
+	}
+	link, err := s.lks.Create(ctx, aff.ID, identity.Affiliate, links.NewLink{ProgramID: prog.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.click(t, link.Code)
+}
+
+// click follows a tracking link like a browser and returns the click id the landing page
+// receives.
+func (s *stack) click(t *testing.T, code string) string {
+	t.Helper()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest("GET", s.base+"/c/"+code, nil)
+	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/120 Safari/537.36")
+	resp, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || loc.Query().Get("ps_click_id") == "" {
+		t.Fatalf("click redirect: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return loc.Query().Get("ps_click_id")
+}

@@ -1,0 +1,243 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/kafka"
+)
+
+// benchCompanies have one webhook each; every event goes from one of the first half to one
+// of the second, so it makes two deliveries.
+const benchCompanies = 40
+
+// benchSetup is a database, a broker, a receiver answering 204 at once, and the
+// subscriptions of benchCompanies companies to conversion.created on it.
+func benchSetup(b *testing.B, receive func(body []byte)) (*pgxpool.Pool, *subs, []string, kafka.Config, string) {
+	b.Helper()
+	b.StopTimer()
+	_, db := migratedWithURL(b)
+	cos := addCompanies(b, db, benchCompanies)
+	cfg := newKafka(b)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if receive != nil {
+			receive(body)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	b.Cleanup(srv.Close)
+	sub := newSubs()
+	for _, co := range cos {
+		sub.add(co, srv.URL+"/hook", events.ConversionCreated)
+	}
+	return db, sub, cos, cfg, srv.URL + "/hook"
+}
+
+func benchEvent(cos []string, i int, at time.Time) events.Envelope {
+	half := len(cos) / 2
+	e := envelope(events.ConversionCreated, cos[i%half], cos[half+(i/half)%half])
+	e.OccurredAt = at
+	return e
+}
+
+func messages(envs []events.Envelope) []kafkago.Message {
+	msgs := make([]kafkago.Message, len(envs))
+	for i, e := range envs {
+		v, _ := json.Marshal(e)
+		msgs[i] = kafkago.Message{Key: []byte(e.ID), Value: v}
+	}
+	return msgs
+}
+
+// BenchmarkDeliverThroughput measures signed deliveries per second end to end: events
+// produced to Kafka (from when the first is produced), consumed, recorded, claimed, signed, sent and recorded as succeeded. In
+// the same run a plain loop POSTs the same bodies, unsigned, with as many goroutines and no
+// bookkeeping: the ceiling of this machine.
+func BenchmarkDeliverThroughput(b *testing.B) {
+	const nEvents = 20000
+	db, sub, cos, cfg, url := benchSetup(b, nil)
+	envs := make([]events.Envelope, nEvents)
+	bodies := make([][]byte, 0, 2*nEvents)
+	for i := range envs {
+		envs[i] = benchEvent(cos, i, time.Now())
+		body, _ := events.WebhookBody(envs[i])
+		bodies = append(bodies, body, body)
+	}
+	s := newService(b, db, Options{Kafka: cfg, Subscriptions: sub})
+	stop := start(b, s)
+	succeeded := func() int {
+		var n int
+		if err := db.QueryRow(context.Background(), `SELECT count(*) FROM deliveries WHERE status = 'succeeded'`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	// The consumer joins its group before the clock starts.
+	produce(b, cfg, benchEvent(cos, 0, time.Now()))
+	for succeeded() != 2 {
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	b.StartTimer()
+	began := time.Now()
+	produced := make(chan error, 1)
+	go func() {
+		w := kafka.NewWriter(cfg, kafka.TopicEvents)
+		defer w.Close()
+		w.BatchSize = 1000
+		msgs := messages(envs)
+		for len(msgs) > 0 {
+			n := min(len(msgs), 5000)
+			if err := w.WriteMessages(context.Background(), msgs[:n]...); err != nil {
+				produced <- err
+				return
+			}
+			msgs = msgs[n:]
+		}
+		produced <- nil
+	}()
+	want := 2 + 2*nEvents
+	for {
+		n := succeeded()
+		if n == want {
+			break
+		}
+		if time.Since(began) > 5*time.Minute {
+			b.Fatalf("only %d of %d deliveries succeeded in 5 minutes", n, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	elapsed := time.Since(began)
+	b.StopTimer()
+	if err := <-produced; err != nil {
+		b.Fatal(err)
+	}
+	stop()
+
+	plain := plainLoop(b, url, bodies, DefaultWorkers)
+	want -= 2
+	engine := float64(want) / elapsed.Seconds()
+	b.ReportMetric(engine, "deliveries/s")
+	b.ReportMetric(plain, "plain-posts/s")
+	b.ReportMetric(100*engine/plain, "%-of-plain")
+	fmt.Printf("deliver: %d signed deliveries (%d events) in %.2fs = %.0f deliveries/s; plain unsigned POST loop: %.0f/s; ratio %.1f%%\n",
+		want, nEvents, elapsed.Seconds(), engine, plain, 100*engine/plain)
+}
+
+// plainLoop POSTs the bodies with workers goroutines and returns how many per second.
+func plainLoop(b *testing.B, url string, bodies [][]byte, workers int) float64 {
+	b.Helper()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	defer client.CloseIdleConnections()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(bodies) {
+					return
+				}
+				resp, err := client.Post(url, "application/json", bytes.NewReader(bodies[i]))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	return float64(len(bodies)) / time.Since(start).Seconds()
+}
+
+// BenchmarkDeliverLatency produces 1,000 events per second for 15 s, each making two
+// deliveries, and measures the time from an event's creation to its arrival at the receiver.
+func BenchmarkDeliverLatency(b *testing.B) {
+	const rate, seconds = 1000, 15
+	var mu sync.Mutex
+	var latencies []time.Duration
+	db, sub, cos, cfg, _ := benchSetup(b, func(body []byte) {
+		var v struct{ Timestamp time.Time }
+		if json.Unmarshal(body, &v) == nil {
+			mu.Lock()
+			latencies = append(latencies, time.Since(v.Timestamp))
+			mu.Unlock()
+		}
+	})
+	s := newService(b, db, Options{Kafka: cfg, Subscriptions: sub})
+	stop := start(b, s)
+	// Let the consumer join its group before the clock starts.
+	produce(b, cfg, benchEvent(cos, 0, time.Now()))
+	for {
+		mu.Lock()
+		n := len(latencies)
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	latencies = latencies[:0]
+	mu.Unlock()
+
+	b.StartTimer()
+	w := kafka.NewWriter(cfg, kafka.TopicEvents)
+	defer w.Close()
+	tick := time.NewTicker(10 * time.Millisecond) // 10 events every 10 ms
+	defer tick.Stop()
+	sent := 0
+	for sent < rate*seconds {
+		<-tick.C
+		envs := make([]events.Envelope, rate/100)
+		for i := range envs {
+			envs[i] = benchEvent(cos, sent+i, time.Now())
+		}
+		if err := w.WriteMessages(context.Background(), messages(envs)...); err != nil {
+			b.Fatal(err)
+		}
+		sent += len(envs)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		n := len(latencies)
+		mu.Unlock()
+		if n >= 2*sent || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.StopTimer()
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(latencies) < 2*sent {
+		b.Fatalf("%d of %d deliveries arrived", len(latencies), 2*sent)
+	}
+	slices.Sort(latencies)
+	p50, p95, p99 := latencies[len(latencies)/2], latencies[len(latencies)*95/100], latencies[len(latencies)*99/100]
+	b.ReportMetric(float64(p50.Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(p95.Milliseconds()), "p95-ms")
+	fmt.Printf("deliver: event-to-delivery latency at %d events/s (%d deliveries/s) for %d s: p50 %s, p95 %s, p99 %s, max %s\n",
+		rate, 2*rate, seconds, p50.Round(time.Millisecond), p95.Round(time.Millisecond), p99.Round(time.Millisecond),
+		latencies[len(latencies)-1].Round(time.Millisecond))
+}

@@ -1,0 +1,254 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/postbacks"
+)
+
+// linger is how long a batch of events waits for more after its first message: short, as
+// it adds to every event's delivery latency.
+const linger = 20 * time.Millisecond
+
+// finalStoreTimeout bounds storing the batch in hand at shutdown; unstored, it is not
+// committed and the group's next owner reads it again.
+const finalStoreTimeout = 5 * time.Second
+
+// consume records the deliveries of every event of the topic until ctx ends.
+func (s *Service) consume(ctx context.Context) error {
+	r := kafka.NewReader(s.o.Kafka, kafka.TopicEvents, s.o.Group)
+	defer r.Close()
+	msgs := make(chan kafkago.Message, s.o.ConsumeBatch)
+	go func() {
+		defer close(msgs)
+		failures := 0
+		for {
+			m, err := r.FetchMessage(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				failures++
+				s.o.Log.Warn("fetching events failed; retrying", "err", err)
+				if !sleep(ctx, backoff(failures)) {
+					return
+				}
+				continue
+			}
+			failures = 0
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	batch := make([]kafkago.Message, 0, s.o.ConsumeBatch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		var full, closed bool
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				closed = true
+				break
+			}
+			batch = append(batch, m)
+			if len(batch) == 1 {
+				timer.Reset(linger)
+			}
+			full = len(batch) >= s.o.ConsumeBatch
+		case <-timer.C:
+			full = true
+		}
+		if (full || closed) && len(batch) > 0 {
+			timer.Stop()
+			if !s.storeAndCommit(ctx, r, batch, closed) {
+				return nil // not stored: committing later batches would skip it
+			}
+			batch = batch[:0]
+		}
+		if closed {
+			return nil
+		}
+	}
+}
+
+// storeAndCommit records a batch, retrying while ctx lasts (the final batch gets one bounded
+// try), then commits its offsets.
+func (s *Service) storeAndCommit(ctx context.Context, r *kafkago.Reader, batch []kafkago.Message, final bool) bool {
+	envs := make([]events.Envelope, 0, len(batch))
+	for _, m := range batch {
+		var e events.Envelope
+		if err := json.Unmarshal(m.Value, &e); err != nil || e.ID == "" || e.Type == "" {
+			s.o.Log.Error("skipping an event that is not an envelope", "partition", m.Partition, "offset", m.Offset, "err", err)
+			continue
+		}
+		envs = append(envs, e)
+	}
+	eventsConsumed.Add(float64(len(batch)))
+	for attempt := 1; ; attempt++ {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalStoreTimeout)
+		if !final && ctx.Err() == nil {
+			cancel()
+			sctx, cancel = context.WithCancel(ctx)
+		}
+		_, err := s.record(sctx, envs)
+		cancel()
+		if err == nil {
+			s.setFailure(nil)
+			break
+		}
+		s.setFailure(fmt.Errorf("deliver: store deliveries: %w", err))
+		s.o.Log.Error("storing deliveries failed", "attempt", attempt, "err", err)
+		if final || ctx.Err() != nil || !sleep(ctx, backoff(attempt)) {
+			return false
+		}
+	}
+	if hook := s.afterRecord; hook != nil {
+		hook(len(batch))
+	}
+	signal(s.wake)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalStoreTimeout)
+	defer cancel()
+	if err := r.CommitMessages(cctx, batch...); err != nil {
+		// Stored: a redelivery of this batch records nothing new.
+		s.o.Log.Warn("commit failed; the events may be consumed again (and deduplicated)", "err", err)
+	}
+	return true
+}
+
+// newDelivery is a deliveries row to insert.
+type newDelivery struct {
+	id, companyID, kind, targetID, url, eventID, eventType string
+	body                                                   []byte
+}
+
+// record inserts the deliveries of the events, one per (event, target), and returns how
+// many were new.
+func (s *Service) record(ctx context.Context, envs []events.Envelope) (int, error) {
+	rows, err := s.targetsOf(ctx, envs)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	n := len(rows)
+	cols := struct {
+		id, company, kind, target, url, eventID, eventType []string
+		body                                               [][]byte
+	}{make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([][]byte, n)}
+	for i, r := range rows {
+		cols.id[i], cols.company[i], cols.kind[i], cols.target[i] = r.id, r.companyID, r.kind, r.targetID
+		cols.url[i], cols.eventID[i], cols.eventType[i], cols.body[i] = r.url, r.eventID, r.eventType, r.body
+	}
+	// The join with companies drops a target of an unknown company instead of failing the
+	// whole batch on the foreign key, which would block the partition forever.
+	rs, err := s.o.DB.Query(ctx, `
+INSERT INTO deliveries (id, company_id, kind, target_id, url, event_id, event_type, body, status, attempts,
+                        next_attempt_at, next_trigger, created_at, updated_at)
+SELECT u.id, u.company_id, u.kind, u.target_id, u.url, u.event_id, u.event_type, u.body, 'pending', 0, $9, 'scheduled', $9, $9
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bytea[])
+     AS u(id, company_id, kind, target_id, url, event_id, event_type, body)
+JOIN companies c ON c.id = u.company_id
+ON CONFLICT (event_id, kind, target_id) DO NOTHING
+RETURNING kind`,
+		cols.id, cols.company, cols.kind, cols.target, cols.url, cols.eventID, cols.eventType, cols.body, s.o.Now())
+	if err != nil {
+		return 0, fmt.Errorf("insert %d deliveries: %w", n, err)
+	}
+	inserted := map[string]int{}
+	var kind string
+	_, err = pgx.ForEachRow(rs, []any{&kind}, func() error { inserted[kind]++; return nil })
+	if err != nil {
+		return 0, fmt.Errorf("insert %d deliveries: %w", n, err)
+	}
+	for k, c := range inserted {
+		recordedTotal.WithLabelValues(k).Add(float64(c))
+	}
+	return inserted[KindWebhook] + inserted[KindPostback], nil
+}
+
+// targetsOf lists the deliveries of the events: the webhooks of both companies subscribed
+// to each event's type and, for commission.status_changed, both companies' postback URLs.
+func (s *Service) targetsOf(ctx context.Context, envs []events.Envelope) ([]newDelivery, error) {
+	var out []newDelivery
+	postbackURLs := map[string]string{} // by company, "" for none: one lookup per batch
+	now := s.o.Now()
+	for _, e := range envs {
+		body, err := events.WebhookBody(e)
+		if err != nil {
+			return nil, err
+		}
+		for _, company := range companiesOf(e) {
+			add := func(kind, target, url string) {
+				out = append(out, newDelivery{id: ids.New(ids.Delivery), companyID: company, kind: kind, targetID: target,
+					url: url, eventID: e.ID, eventType: e.Type, body: body})
+			}
+			if s.o.Subscriptions != nil {
+				for _, t := range s.o.Subscriptions.Targets(company, e.Type) {
+					add(KindWebhook, t.ID, t.URL)
+				}
+			}
+			if e.Type != events.CommissionStatusChanged || s.o.Postbacks == nil {
+				continue
+			}
+			url, seen := postbackURLs[company]
+			if !seen {
+				u, _, err := s.o.Postbacks.SigningKeys(ctx, company, now)
+				switch {
+				case errors.Is(err, postbacks.ErrNotConfigured):
+				case err != nil:
+					return nil, err
+				default:
+					url = u
+				}
+				postbackURLs[company] = url
+			}
+			if url != "" {
+				add(KindPostback, company, url)
+			}
+		}
+	}
+	return out, nil
+}
+
+// companiesOf are the companies that receive an event: its advertiser and its affiliate.
+func companiesOf(e events.Envelope) []string {
+	switch {
+	case e.AdvertiserID == "" && e.AffiliateID == "":
+		return nil
+	case e.AffiliateID == "" || e.AffiliateID == e.AdvertiserID:
+		return []string{e.AdvertiserID}
+	case e.AdvertiserID == "":
+		return []string{e.AffiliateID}
+	}
+	return []string{e.AdvertiserID, e.AffiliateID}
+}
+
+// backoff grows from 100 ms to 5 s.
+func backoff(attempt int) time.Duration {
+	return min(100*time.Millisecond<<min(attempt-1, 6), 5*time.Second)
+}
+
+// sleep waits d, or returns false when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

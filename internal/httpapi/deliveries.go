@@ -1,0 +1,394 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/delivery"
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/page"
+	"github.com/partnerstream/partnerstream/internal/webhooks"
+	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
+)
+
+// DeliveryHistory is what the delivery routes need from internal/delivery (*delivery.History).
+type DeliveryHistory interface {
+	Webhook(ctx context.Context, companyID, webhookID string, f delivery.Filter, p page.Request) (page.List[delivery.Delivery], error)
+	Postbacks(ctx context.Context, companyID string, f delivery.Filter, p page.Request) (page.List[delivery.Delivery], error)
+	Replay(ctx context.Context, companyID, deliveryID string) (delivery.Delivery, error)
+	RetryFailed(ctx context.Context, companyID string, f delivery.RetryFilter) (int64, error)
+}
+
+// DeliveryWebhooks is what they need from internal/webhooks (*webhooks.Service): that a
+// webhook is the caller's, and the keys a delivery to it is signed with.
+type DeliveryWebhooks interface {
+	Get(ctx context.Context, companyID, id string) (webhooks.Webhook, error)
+	SigningTarget(ctx context.Context, companyID, id string, now time.Time) (webhooks.Target, error)
+}
+
+// DeliveriesOptions configure the delivery routes.
+type DeliveriesOptions struct {
+	// Client sends the test endpoint's request with "send": true. It must be the delivery
+	// workers' SSRF-guarded client (the resolved address checked at connect time): the URL is
+	// the integrator's. Redirects are never followed and the timeout is TestSendTimeout,
+	// whatever the client says. Nil answers such a request 503 sending_unavailable.
+	Client *http.Client
+	// Now is the clock of the test endpoint's timestamps; time.Now when nil.
+	Now func() time.Time
+}
+
+// TestSendTimeout bounds the test endpoint's request, like one delivery attempt.
+const TestSendTimeout = 15 * time.Second
+
+// maxExcerpt caps the receiver's answer shown by the test endpoint (the same cap as the
+// delivery history's response excerpt).
+const maxExcerpt = 1024
+
+// testEventTypes are the event types the test endpoint has a sample of, with the commission
+// status (and the previous one) their data carries.
+var testEventTypes = map[string][2]string{
+	events.ConversionCreated:       {"pending", ""},
+	events.ConversionApproved:      {"approved", ""},
+	events.ConversionRejected:      {"rejected", ""},
+	events.CommissionStatusChanged: {"approved", "pending"},
+}
+
+// MountDeliveries adds the delivery history and recovery routes of the dashboard (webhooks
+// and postbacks of the caller's company) and the public API's test endpoint. A nil hooks (an
+// api without a Kubernetes API) keeps the routes; those that need a webhook answer 503.
+func (s *Server) MountDeliveries(history DeliveryHistory, hooks DeliveryWebhooks, o DeliveriesOptions) {
+	if hooks == nil {
+		hooks = noDeliveryWebhooks{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	d := deliveryHandlers{history: history, hooks: hooks, opts: o}
+	admin := requireAdminTo("replay deliveries")
+	// Literal paths before /api/webhooks/:id... (Fiber tries routes in registration order).
+	s.app.Post("/api/webhooks/retry-failed", admin, d.retryFailed)
+	s.app.Get("/api/webhooks/:id/deliveries", d.webhookHistory)
+	s.app.Post("/api/webhooks/:deliveryId/replay", admin, d.replay)
+	s.app.Get("/api/postbacks/deliveries", d.postbackHistory)
+	s.app.Post("/api/v1/webhooks/test", d.test)
+}
+
+type deliveryHandlers struct {
+	history DeliveryHistory
+	hooks   DeliveryWebhooks
+	opts    DeliveriesOptions
+}
+
+func (d deliveryHandlers) webhookHistory(c *fiber.Ctx) error {
+	f, p, err := deliveryQuery(c)
+	if err != nil {
+		return err
+	}
+	company, id := Caller(c).CompanyID, c.Params("id")
+	if _, err := d.hooks.Get(c.UserContext(), company, id); err != nil {
+		return webhookProblem(c, err)
+	}
+	l, err := d.history.Webhook(c.UserContext(), company, id, f, p)
+	if err != nil {
+		return err
+	}
+	l.Data = nonNil(l.Data)
+	return c.JSON(l)
+}
+
+func (d deliveryHandlers) postbackHistory(c *fiber.Ctx) error {
+	f, p, err := deliveryQuery(c)
+	if err != nil {
+		return err
+	}
+	l, err := d.history.Postbacks(c.UserContext(), Caller(c).CompanyID, f, p)
+	if err != nil {
+		return err
+	}
+	l.Data = nonNil(l.Data)
+	return c.JSON(l)
+}
+
+func (d deliveryHandlers) replay(c *fiber.Ctx) error {
+	if err := decodeOptionalJSON(c, &struct{}{}); err != nil {
+		return err
+	}
+	id := c.Params("deliveryId")
+	if !ids.Valid(ids.Delivery, id) {
+		return errNoDelivery
+	}
+	out, err := d.history.Replay(c.UserContext(), Caller(c).CompanyID, id)
+	var se *delivery.StateError
+	switch {
+	case errors.Is(err, delivery.ErrNotFound):
+		return errNoDelivery
+	case errors.As(err, &se):
+		return NewProblem(fiber.StatusConflict, "delivery_not_replayable", se.Error()).
+			With("delivery_status", se.Status).With("replayable_statuses", []string{delivery.StatusFailed})
+	case err != nil:
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(out)
+}
+
+var errNoDelivery = NewProblem(fiber.StatusNotFound, "not_found", "no such delivery")
+
+func (d deliveryHandlers) retryFailed(c *fiber.Ctx) error {
+	var in struct {
+		WebhookID string `json:"webhook_id"`
+		From      string `json:"from"`
+		To        string `json:"to"`
+	}
+	if err := decodeOptionalJSON(c, &in); err != nil {
+		return err
+	}
+	f := delivery.RetryFilter{WebhookID: in.WebhookID}
+	if errs := timeRange(&f.From, &f.To, in.From, in.To); errs != nil {
+		return Invalid(errs...)
+	}
+	company := Caller(c).CompanyID
+	if f.WebhookID != "" {
+		if _, err := d.hooks.Get(c.UserContext(), company, f.WebhookID); err != nil {
+			return webhookProblem(c, err)
+		}
+	}
+	n, err := d.history.RetryFailed(c.UserContext(), company, f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"queued": n})
+}
+
+// deliveryQuery reads the history filters and the page.
+func deliveryQuery(c *fiber.Ctx) (delivery.Filter, page.Request, error) {
+	p, err := PageRequest(c)
+	if err != nil {
+		return delivery.Filter{}, p, err
+	}
+	f := delivery.Filter{Status: c.Query("status"), EventType: c.Query("event_type")}
+	var errs []FieldError
+	if f.Status != "" && !slices.Contains(delivery.Statuses, f.Status) {
+		errs = append(errs, FieldError{Field: "status", Message: "must be one of " + strings.Join(delivery.Statuses, ", ")})
+	}
+	if f.EventType != "" && !slices.Contains(events.Types, f.EventType) {
+		errs = append(errs, FieldError{Field: "event_type", Message: "must be one of " + strings.Join(events.Types, ", ")})
+	}
+	errs = append(errs, timeRange(&f.From, &f.To, c.Query("from"), c.Query("to"))...)
+	if errs != nil {
+		return f, p, Invalid(errs...)
+	}
+	return f, p, nil
+}
+
+// timeRange parses from (inclusive) and to (exclusive): RFC 3339 times or dates, either
+// optional, to after from. It returns what is wrong.
+func timeRange(from, to *time.Time, fromS, toS string) []FieldError {
+	var errs []FieldError
+	for _, q := range []struct {
+		field, v string
+		dst      *time.Time
+	}{{"from", fromS, from}, {"to", toS, to}} {
+		t, err := conversionsTime(q.field, q.v, true)
+		if err != nil {
+			errs = append(errs, FieldError{Field: q.field, Message: "must be an RFC 3339 time or a date"})
+		}
+		*q.dst = t
+	}
+	if !from.IsZero() && !to.IsZero() && !to.After(*from) {
+		errs = append(errs, FieldError{Field: "to", Message: "must be after from"})
+	}
+	return errs
+}
+
+// webhookTestInput asks for a sample delivery.
+type webhookTestInput struct {
+	// EventType defaults to conversion.created.
+	EventType string `json:"event_type"`
+	// WebhookID signs with that webhook's live secrets; otherwise Secret, or a fresh
+	// example secret that the answer shows.
+	WebhookID string `json:"webhook_id"`
+	Secret    string `json:"secret"`
+	// Send also POSTs it once to the webhook's URL (needs WebhookID).
+	Send bool `json:"send"`
+}
+
+// webhookTest is a sample delivery: the exact body and the headers a delivery of it carries.
+type webhookTest struct {
+	Body    string            `json:"body"`
+	Headers map[string]string `json:"headers"`
+	// Secret is the example secret it was signed with, when the request named none.
+	Secret string          `json:"secret,omitempty"`
+	Sent   *testSendResult `json:"sent,omitempty"`
+}
+
+// testSendResult is the receiver's answer to a sent sample.
+type testSendResult struct {
+	URL string `json:"url"`
+	// Success is true for a 2xx, like a delivery attempt.
+	Success bool `json:"success"`
+	// StatusCode is nil when no response came (timeout, refused connection, SSRF refusal).
+	StatusCode      *int   `json:"status_code"`
+	DurationMS      int64  `json:"duration_ms"`
+	Error           string `json:"error,omitempty"`
+	ResponseExcerpt string `json:"response_excerpt,omitempty"`
+}
+
+func (d deliveryHandlers) test(c *fiber.Ctx) error {
+	var in webhookTestInput
+	if err := decodeOptionalJSON(c, &in); err != nil {
+		return err
+	}
+	if in.EventType == "" {
+		in.EventType = events.ConversionCreated
+	}
+	var errs []FieldError
+	if _, ok := testEventTypes[in.EventType]; !ok {
+		types := make([]string, 0, len(testEventTypes))
+		for t := range testEventTypes {
+			types = append(types, t)
+		}
+		slices.Sort(types)
+		errs = append(errs, FieldError{Field: "event_type", Message: "must be one of " + strings.Join(types, ", ")})
+	}
+	if in.WebhookID != "" && in.Secret != "" {
+		errs = append(errs, FieldError{Field: "secret", Message: "give webhook_id or secret, not both: a webhook signs with its own secrets"})
+	}
+	var keys [][]byte
+	if in.Secret != "" {
+		k, err := signing.Key(in.Secret)
+		if err != nil {
+			errs = append(errs, FieldError{Field: "secret", Message: "must be a signing secret: whsec_ and the base64 of 24 to 64 bytes"})
+		}
+		keys = [][]byte{k}
+	}
+	if in.Send && in.WebhookID == "" {
+		errs = append(errs, FieldError{Field: "send", Message: "needs webhook_id: a sample is only sent to one of your webhooks"})
+	}
+	if errs != nil {
+		return Invalid(errs...)
+	}
+
+	now := d.opts.Now()
+	ctx, company := c.UserContext(), Caller(c).CompanyID
+	out := webhookTest{}
+	var target webhooks.Target
+	switch {
+	case in.WebhookID != "":
+		var err error
+		if target, err = d.hooks.SigningTarget(ctx, company, in.WebhookID, now); err != nil {
+			if errors.Is(err, webhooks.ErrNotReady) {
+				return NewProblem(fiber.StatusConflict, "webhook_not_ready", "the webhook has no signing secret yet: the controller publishes it shortly, try again")
+			}
+			return webhookProblem(c, err)
+		}
+		for _, k := range target.Secrets {
+			keys = append(keys, k.Key)
+		}
+	case in.Secret == "":
+		out.Secret = signing.NewSecret()
+		k, _ := signing.Key(out.Secret) // NewSecret makes valid ones
+		keys = [][]byte{k}
+	}
+	if in.Send && d.opts.Client == nil {
+		return NewProblem(fiber.StatusServiceUnavailable, "sending_unavailable", "this api cannot send test deliveries (no guarded HTTP client is configured); call again without send")
+	}
+
+	body, err := events.WebhookBody(sampleEnvelope(Caller(c), in.EventType, now))
+	if err != nil {
+		return err
+	}
+	msgID := ids.New(ids.Delivery)
+	sig := signing.Sign(msgID, now, body, keys...)
+	out.Body = string(body)
+	out.Headers = map[string]string{
+		"content-type":        fiber.MIMEApplicationJSON,
+		"webhook-id":          msgID,
+		"webhook-timestamp":   strconv.FormatInt(now.Unix(), 10),
+		"webhook-signature":   sig,
+		"X-Webhook-Signature": sig,
+	}
+	if in.Send {
+		out.Sent = d.send(ctx, target.URL, out.Headers, body)
+	}
+	if out.Secret != "" {
+		c.Set(fiber.HeaderCacheControl, "no-store")
+	}
+	return c.JSON(out)
+}
+
+// send POSTs the sample once, the way one delivery attempt does, and reports the answer.
+func (d deliveryHandlers) send(ctx context.Context, url string, headers map[string]string, body []byte) *testSendResult {
+	res := &testSendResult{URL: url}
+	ctx, cancel := context.WithTimeout(ctx, TestSendTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		res.Error = fmt.Sprintf("build the request: %v", err)
+		return res
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	client := *d.opts.Client
+	client.Timeout = TestSendTimeout
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		res.DurationMS, res.Error = time.Since(start).Milliseconds(), err.Error()
+		return res
+	}
+	defer resp.Body.Close()
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, maxExcerpt))
+	res.DurationMS = time.Since(start).Milliseconds()
+	res.StatusCode, res.Success = &resp.StatusCode, resp.StatusCode >= 200 && resp.StatusCode < 300
+	res.ResponseExcerpt = strings.ToValidUTF8(string(excerpt), "\uFFFD")
+	return res
+}
+
+// sampleEnvelope is a realistic event of the type for the caller's company, with fresh ids
+// that name nothing stored: the caller's side of the conversion is its own company.
+func sampleEnvelope(p Principal, eventType string, now time.Time) events.Envelope {
+	const currency = "USD"
+	adv, aff := ids.New(ids.Company), ids.New(ids.Company)
+	if p.CompanyKind == identity.Affiliate {
+		aff = p.CompanyID
+	} else {
+		adv = p.CompanyID
+	}
+	status := testEventTypes[eventType]
+	version := int64(1)
+	if status[0] != "pending" {
+		version = 2
+	}
+	program := ids.New(ids.Program)
+	data, _ := json.Marshal(events.ConversionData{ // plain strings and times always encode
+		ID: ids.New(ids.Conversion), Type: "sale", Amount: money.Format(4250, currency), Status: status[0], PreviousStatus: status[1],
+		Currency: currency, CommissionID: ids.New(ids.Commission), CommissionAmount: money.Format(425, currency),
+		ProgramID: program, AffiliateID: aff, AdvertiserID: adv, LinkID: ids.New(ids.Link), ClickID: ids.New(ids.Click),
+		ExternalID: "order-1001", OccurredAt: now.Add(-time.Minute).UTC().Truncate(time.Second), Version: version,
+	})
+	return events.Envelope{ID: ids.New(ids.Event), Type: eventType, OccurredAt: now.UTC().Truncate(time.Second), AdvertiserID: adv, AffiliateID: aff,
+		ProgramID: program, Data: data}
+}
+
+// noDeliveryWebhooks stands in when the api has no Kubernetes API.
+type noDeliveryWebhooks struct{ noWebhooks }
+
+func (noDeliveryWebhooks) SigningTarget(context.Context, string, string, time.Time) (webhooks.Target, error) {
+	return webhooks.Target{}, errNoKubernetes
+}

@@ -1,0 +1,159 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/health"
+)
+
+// fuzzServer is the api server with its error handling, plus routes that decode exactly as
+// the real handlers do, and the public /postback URL backed by a service that records what it
+// was given.
+type fuzzServer struct {
+	srv      *Server
+	postback *fuzzPostbacks
+}
+
+// fuzzInput has the field types the API's bodies use.
+type fuzzInput struct {
+	Name     string          `json:"name"`
+	Amount   json.RawMessage `json:"amount"`
+	Limit    int             `json:"limit"`
+	Hold     *int            `json:"hold_days"`
+	Public   bool            `json:"public"`
+	Events   []string        `json:"events"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+type fuzzPostbacks struct{ got *conversions.NewConversion }
+
+func (f *fuzzPostbacks) RegisterPostback(_ context.Context, token string, in conversions.NewConversion) (conversions.Conversion, bool, error) {
+	if token == "" {
+		panic("RegisterPostback without a token")
+	}
+	f.got = &in
+	return conversions.Conversion{ID: "cnv_1", ExternalID: in.ExternalID}, true, nil
+}
+
+func (f *fuzzPostbacks) RotatePostbackToken(context.Context, string, string) (string, error) {
+	return "", nil
+}
+
+func newFuzzServer() *fuzzServer {
+	srv := New(Options{Addr: "127.0.0.1:0", Log: slog.New(slog.DiscardHandler), Health: health.NewRegistry()})
+	srv.app.Post("/fuzz/json", func(c *fiber.Ctx) error {
+		var in fuzzInput
+		if err := DecodeJSON(c, &in); err != nil {
+			return err
+		}
+		return c.JSON(in)
+	})
+	srv.app.Get("/fuzz/page", func(c *fiber.Ctx) error {
+		p, err := PageRequest(c)
+		if err != nil {
+			return err
+		}
+		return c.JSON(fiber.Map{"limit": p.Limit, "before": p.Before})
+	})
+	pb := &fuzzPostbacks{}
+	srv.MountConversionPostback(pb)
+	return &fuzzServer{srv: srv, postback: pb}
+}
+
+// do sends a request and checks what every answer must be: no 5xx, and every error an RFC
+// 9457 problem.
+func (f *fuzzServer) do(t *testing.T, req *http.Request, allowed ...int) {
+	t.Helper()
+	resp, err := f.srv.app.Test(req, 5000)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	ok := false
+	for _, s := range allowed {
+		ok = ok || resp.StatusCode == s
+	}
+	if !ok {
+		t.Fatalf("%s %s: status %d: %s", req.Method, req.URL, resp.StatusCode, body)
+	}
+	if resp.StatusCode >= 400 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+		t.Fatalf("%s %s: error %d is %s, not a problem: %s", req.Method, req.URL, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+}
+
+// DecodeJSON reads every request body: any bytes and content type give the decoded value, a
+// 400 or a 415, never a 500.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, seed := range []struct{ body, ct string }{
+		{`{"name":"x","amount":"42.50","limit":3,"hold_days":null,"events":["a"],"metadata":{"k":[1,2]}}`, "application/json"},
+		{`{"name":1}`, "application/json"}, {`{"unknown":1}`, "application/json"}, {`{} {}`, "application/json"},
+		{``, ""}, {`[`, "application/json; charset=utf-8"}, {`{"limit":1e400}`, "application/json"}, {`{}`, "text/plain"},
+		{`{"name":"\ud800"}`, "application/json"}, {`null`, "application/json"},
+	} {
+		f.Add([]byte(seed.body), seed.ct)
+	}
+	s := newFuzzServer()
+	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
+		req := httptest.NewRequest(http.MethodPost, "/fuzz/json", strings.NewReader(string(body)))
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		s.do(t, req, http.StatusOK, http.StatusBadRequest, http.StatusUnsupportedMediaType, http.StatusRequestEntityTooLarge)
+	})
+}
+
+// Query strings reach PageRequest and the /postback URL as they come: any query gives a page,
+// a 400, or (for /postback) what the service answers or a refusal, never a 500. What the
+// service receives is exactly the query's values.
+func FuzzQuery(f *testing.F) {
+	for _, q := range []string{
+		"limit=10&cursor=Y252XzAx", "limit=0", "limit=%ff", "cursor=%%", "limit=1&limit=2", "",
+		"token=t&click_id=clk_1&external_id=o1&amount=42.50&currency=EUR&type=sale&occurred_at=2026-03-01T12:00:00Z",
+		"token=&click_id=x", "token=t&occurred_at=yesterday", "token=t&amount=1e9&external_id=%00", "token=t;click_id=a",
+	} {
+		f.Add(q)
+	}
+	s := newFuzzServer()
+	f.Fuzz(func(t *testing.T, rawQuery string) {
+		if strings.ContainsAny(rawQuery, " #\r\n\t") || !utf8Printable(rawQuery) {
+			return // not a request line a client can send
+		}
+		s.do(t, httptest.NewRequest(http.MethodGet, "/fuzz/page?"+rawQuery, nil), http.StatusOK, http.StatusBadRequest)
+
+		s.postback.got = nil
+		s.do(t, httptest.NewRequest(http.MethodGet, "/postback?"+rawQuery, nil), http.StatusOK, http.StatusBadRequest, http.StatusUnauthorized)
+		got := s.postback.got
+		if got == nil {
+			return
+		}
+		v, err := url.ParseQuery(rawQuery)
+		if err != nil {
+			return // fasthttp and net/url disagree about malformed escapes; only Go's answer is checked
+		}
+		if got.ClickID != v.Get("click_id") || got.ExternalID != v.Get("external_id") || got.Amount != v.Get("amount") ||
+			got.Currency != v.Get("currency") || got.Type != v.Get("type") {
+			t.Fatalf("query %q reached the service as %+v", rawQuery, *got)
+		}
+	})
+}
+
+func utf8Printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,244 @@
+package journey
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partnerstream/partnerstream/internal/testenv"
+)
+
+// stack is one platform: its own Postgres and ClickHouse databases (reached through proxies
+// the fault runs can cut), its own broker process and namespace, and the four components.
+type stack struct {
+	t   testing.TB
+	dir string
+	bin string
+
+	pgURL   string // direct, for the test's own checks
+	chAddr  string // direct
+	chDB    string
+	pgProxy *proxy
+	chProxy *proxy
+	inbox   *testenv.Inbox
+
+	kafkaAddr string
+	baseURL   string
+	namespace string
+	// deliverAllow is the allow-list flag of deliver when it has one (see deliverWorks).
+	deliverAllow string
+
+	broker, api, ingest, deliver, controller *process
+	metrics                                  map[string]string // component -> metrics address
+}
+
+// components are the platform's processes in the order they are reported.
+func (s *stack) components() []*process {
+	return []*process{s.api, s.ingest, s.deliver, s.controller}
+}
+
+// readyTimeout bounds a component's start; the machine is shared, so it is generous.
+const readyTimeout = 90 * time.Second
+
+func newStack(t testing.TB) *stack {
+	t.Helper()
+	bin := filepath.Join(binaries(t), "partnerstream")
+	k := kubernetes(t)
+	pgURL := testenv.Postgres(t)
+	chAddr, chDB := testenv.ClickHouse(t)
+	smtpAddr, inbox := testenv.SMTP(t)
+	s := &stack{t: t, dir: logDir(t), bin: bin, pgURL: pgURL, chAddr: chAddr, chDB: chDB, inbox: inbox,
+		namespace: k.namespace(t), metrics: map[string]string{}}
+	s.pgProxy = newProxy(t, hostPort(t, pgURL))
+	s.chProxy = newProxy(t, chAddr)
+	proxiedPG := strings.Replace(pgURL, hostPort(t, pgURL), s.pgProxy.addr(), 1)
+	s.deliverAllow, _ = deliverAllowFlag(bin)
+
+	// The broker keeps its port and data across restarts.
+	s.kafkaAddr = freeAddr(t)
+	s.broker = &process{t: t, name: "kafka", bin: filepath.Join(binaries(t), "kafka"),
+		args:    []string{"--addr", s.kafkaAddr, "--data-dir", filepath.Join(t.TempDir(), "kafka")},
+		logPath: filepath.Join(s.dir, "kafka.log"), ready: tcpReady(s.kafkaAddr)}
+	s.broker.start()
+	t.Cleanup(s.broker.kill)
+	s.broker.waitReady(readyTimeout)
+
+	s.migrate(proxiedPG)
+
+	httpAddr := freeAddr(t)
+	s.baseURL = "http://" + httpAddr
+	_, smtpPort, _ := net.SplitHostPort(smtpAddr)
+	common := func(name string) []string {
+		s.metrics[name] = freeAddr(t)
+		return []string{"--metrics-addr", s.metrics[name], "--log-level", "info", "--shutdown-timeout", "10s"}
+	}
+	kafka := []string{"--kafka-brokers", s.kafkaAddr, "--kafka-partitions", "3"}
+	ch := []string{"--clickhouse-addr", s.chProxy.addr(), "--clickhouse-database", chDB}
+	pg := []string{"--postgres-url", proxiedPG}
+	kubeFlags := []string{"--kubeconfig", k.kubeconfig, "--namespace", s.namespace}
+
+	api := concat(common("api"), pg, ch, kafka, kubeFlags, []string{
+		"--http-addr", httpAddr, "--base-url", s.baseURL,
+		"--click-spool-dir", filepath.Join(t.TempDir(), "spool"),
+		"--session-keys", "k1:" + randomKey(t),
+		"--smtp-host", "127.0.0.1", "--smtp-port", smtpPort, "--smtp-tls", "none",
+		// The load of the fault runs and the soak comes from one credential.
+		"--rate-limit-requests", "0",
+		"--webhook-secret-wait", "60s",
+	})
+	ingest := concat(common("ingest"), ch, kafka, []string{"--ingest-batch-interval", "200ms"})
+	deliver := concat(common("deliver"), pg, kafka, supported(bin, "deliver", kubeFlags))
+	if s.deliverAllow != "" {
+		deliver = append(deliver, "--"+s.deliverAllow, deliverAllowValue())
+	}
+	controller := concat(common("controller"), kubeFlags, []string{"--leader-elect=false"})
+
+	mk := func(name string, args []string) *process {
+		p := &process{t: t, name: name, bin: bin, args: append([]string{name}, args...),
+			logPath: filepath.Join(s.dir, name+".log"), ready: httpReady("http://" + s.metrics[name] + "/readyz")}
+		t.Cleanup(p.stop)
+		return p
+	}
+	s.controller = mk("controller", controller)
+	s.api = mk("api", api)
+	s.ingest = mk("ingest", ingest)
+	s.deliver = mk("deliver", deliver)
+	for _, p := range s.components() {
+		p.start()
+	}
+	for _, p := range s.components() {
+		p.waitReady(readyTimeout)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range append(s.components(), s.broker) {
+				t.Logf("--- last lines of %s (%s):\n%s", p.name, p.logPath, p.tail(15))
+			}
+		}
+	})
+	return s
+}
+
+// migrate runs `partnerstream migrate`, as the Helm hook does before the components start.
+func (s *stack) migrate(pgURL string) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, "migrate", "--postgres-url", pgURL, "--clickhouse-addr", s.chProxy.addr(),
+		"--clickhouse-database", s.chDB, "--metrics-addr", freeAddr(s.t))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		s.t.Fatalf("journey: partnerstream migrate: %v\n%s", err, out)
+	}
+}
+
+// deliverAllowFlag finds the operator allow-list flag of `partnerstream deliver` (the one that
+// lets it reach receivers on loopback): JOURNEY_DELIVER_ALLOW_FLAG names it, otherwise the
+// first flag in its --help whose name contains "allow".
+func deliverAllowFlag(bin string) (string, bool) {
+	if f := os.Getenv("JOURNEY_DELIVER_ALLOW_FLAG"); f != "" {
+		return strings.TrimPrefix(f, "--"), true
+	}
+	for _, f := range helpFlags(bin, "deliver") {
+		if strings.Contains(f, "allow") {
+			return f, true
+		}
+	}
+	return "", false
+}
+
+// deliverAllowValue is what the allow-list flag gets: loopback, where the receivers listen.
+func deliverAllowValue() string {
+	if v := os.Getenv("JOURNEY_DELIVER_ALLOW_VALUE"); v != "" {
+		return v
+	}
+	return "127.0.0.0/8"
+}
+
+// deliverWorks is the one switch of the webhook and postback parts: they run once
+// `partnerstream deliver` has its SSRF allow-list flag (the sign that delivery has landed).
+// Until then they skip on a laptop; under CI=true they fail, because CI must not pass by
+// skipping.
+func deliverWorks(t testing.TB) {
+	t.Helper()
+	if _, ok := deliverAllowFlag(filepath.Join(binaries(t), "partnerstream")); ok {
+		return
+	}
+	const msg = "partnerstream deliver has no allow-list flag yet (delivery is not written): webhook and postback checks need it"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+var (
+	helpMu    sync.Mutex
+	helpCache = map[string][]string{}
+	flagRE    = regexp.MustCompile(`--([a-z0-9][a-z0-9-]*)`)
+)
+
+// helpFlags lists the flags a subcommand's --help shows.
+func helpFlags(bin, sub string) []string {
+	helpMu.Lock()
+	defer helpMu.Unlock()
+	if f, ok := helpCache[sub]; ok {
+		return f
+	}
+	out, _ := exec.Command(bin, sub, "--help").CombinedOutput()
+	var flags []string
+	for _, m := range flagRE.FindAllStringSubmatch(string(out), -1) {
+		flags = append(flags, m[1])
+	}
+	helpCache[sub] = flags
+	return flags
+}
+
+// supported keeps the flag/value pairs the subcommand knows (deliver takes the Kubernetes
+// settings only once it reads Webhook resources).
+func supported(bin, sub string, pairs []string) []string {
+	known := map[string]bool{}
+	for _, f := range helpFlags(bin, sub) {
+		known[f] = true
+	}
+	var out []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if known[strings.TrimPrefix(pairs[i], "--")] {
+			out = append(out, pairs[i], pairs[i+1])
+		}
+	}
+	return out
+}
+
+func concat(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func hostPort(t testing.TB, rawURL string) string {
+	t.Helper()
+	m := regexp.MustCompile(`@([^/?]+)`).FindStringSubmatch(rawURL)
+	if m == nil {
+		t.Fatalf("journey: no host:port in %s", rawURL)
+	}
+	return m[1]
+}
+
+func randomKey(t testing.TB) string {
+	t.Helper()
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
