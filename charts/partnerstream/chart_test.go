@@ -442,10 +442,6 @@ func checkProbes(t *testing.T, owner string, c corev1.Container) {
 	}
 }
 
-// pendingSettings are environment variables the chart sets before the command takes them:
-// deliver will read Webhooks of --namespace (its informer cache); until then it ignores it.
-var pendingSettings = map[string][]string{"deliver": {"PARTNERSTREAM_NAMESPACE"}}
-
 // checkEnv: every variable the chart sets is a setting of the README table that the
 // command takes, set once, either as a value or from a Secret.
 func checkEnv(t *testing.T, command string, c corev1.Container, settings map[string][]string) {
@@ -460,7 +456,7 @@ func checkEnv(t *testing.T, command string, c corev1.Container, settings map[str
 		switch {
 		case !ok:
 			t.Errorf("%s: %s is not in the README settings table", command, e.Name)
-		case !slices.Contains(cmds, command) && !slices.Contains(pendingSettings[command], e.Name):
+		case !slices.Contains(cmds, command):
 			t.Errorf("%s: %s is a setting of %v only", command, e.Name, cmds)
 		}
 		if e.ValueFrom != nil && (e.ValueFrom.SecretKeyRef == nil || e.Value != "") {

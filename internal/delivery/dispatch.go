@@ -48,8 +48,11 @@ func (l *targetLimiter) busy() ([]string, []int32) {
 // claimSQL claims up to $3 due deliveries, oldest first, at most $4 in flight per target
 // (counting the targets' attempts already in flight here, $5 and $6). Targets already at the
 // limit are skipped by the scan itself, so that a backlog of one target cannot fill the
-// window and starve the others. Claiming moves next_attempt_at to the end of the lease
-// ($7): other workers skip the rows until then, and get them back if this one dies.
+// window and starve the others. Only the picked rows are locked (locking the whole window
+// would write every row of it): SKIP LOCKED passes over rows another worker is claiming,
+// and the due condition, checked again on the locked row, over rows it has just claimed.
+// Claiming moves next_attempt_at to the end of the lease ($7): other workers skip the rows
+// until then, and get them back if this one dies.
 const claimSQL = `
 WITH cand AS (
     SELECT d.id, d.target_id, d.next_attempt_at
@@ -57,7 +60,6 @@ WITH cand AS (
     WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND NOT (d.target_id = ANY($2::text[]))
     ORDER BY d.next_attempt_at
     LIMIT $3 * 4
-    FOR UPDATE SKIP LOCKED
 ), ranked AS (
     SELECT c.id, c.next_attempt_at,
            row_number() OVER (PARTITION BY c.target_id ORDER BY c.next_attempt_at, c.id) AS rn,
@@ -65,9 +67,13 @@ WITH cand AS (
     FROM cand c LEFT JOIN unnest($5::text[], $6::int[]) AS b(target_id, inflight) ON b.target_id = c.target_id
 ), pick AS (
     SELECT id FROM ranked WHERE rn <= room ORDER BY next_attempt_at LIMIT $3
+), locked AS (
+    SELECT d.id FROM deliveries d JOIN pick ON pick.id = d.id
+    WHERE d.status = 'pending' AND d.next_attempt_at <= $1
+    FOR UPDATE OF d SKIP LOCKED
 )
 UPDATE deliveries d SET next_attempt_at = $7
-FROM pick WHERE d.id = pick.id
+FROM locked WHERE d.id = locked.id
 RETURNING d.id, d.company_id, d.kind, d.target_id, d.url, d.event_type, d.body, d.attempts, d.next_trigger`
 
 // claim claims up to limit due deliveries for this process.

@@ -3,7 +3,6 @@ package delivery
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -341,8 +340,6 @@ func eventually(t testing.TB, timeout time.Duration, cond func() error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-var errNotYet = errors.New("not yet")
 
 func migratedWithURL(t testing.TB) (string, *pgxpool.Pool) {
 	t.Helper()
