@@ -82,6 +82,21 @@ type ConversionData struct {
 	Version int64 `json:"version"`
 }
 
+// PartnershipData is the `data` object of partnership.created, as webhook receivers see it:
+// amount is always zero (a partnership has no sale) and status the partnership's.
+type PartnershipData struct {
+	ID   string `json:"id"`   // ptn_...
+	Type string `json:"type"` // always "partnership"
+	// Amount is zero in the program currency, so every event's data.amount reads alike.
+	Amount       string    `json:"amount"`
+	Status       string    `json:"status"`
+	Currency     string    `json:"currency"`
+	ProgramID    string    `json:"program_id"`
+	AffiliateID  string    `json:"affiliate_id"`
+	AdvertiserID string    `json:"advertiser_id"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
 // webhookBody is the body of a webhook or postback delivery (ARCHITECTURE.md section 6).
 type webhookBody struct {
 	Event     string          `json:"event"`

@@ -65,6 +65,7 @@ var testEventTypes = map[string][2]string{
 	events.ConversionApproved:      {"approved", ""},
 	events.ConversionRejected:      {"rejected", ""},
 	events.CommissionStatusChanged: {"approved", "pending"},
+	events.PartnershipCreated:      {"pending", ""},
 }
 
 // MountDeliveries adds the delivery history and recovery routes of the dashboard (webhooks
@@ -376,6 +377,12 @@ func sampleEnvelope(p Principal, eventType string, now time.Time) events.Envelop
 		version = 2
 	}
 	program := ids.New(ids.Program)
+	if eventType == events.PartnershipCreated {
+		data, _ := json.Marshal(events.PartnershipData{ID: ids.New(ids.Partnership), Type: "partnership", Amount: money.Format(0, currency),
+			Status: "pending", Currency: currency, ProgramID: program, AffiliateID: aff, AdvertiserID: adv, CreatedAt: now.UTC().Truncate(time.Second)})
+		return events.Envelope{ID: ids.New(ids.Event), Type: eventType, OccurredAt: now.UTC().Truncate(time.Second), AdvertiserID: adv, AffiliateID: aff,
+			ProgramID: program, Data: data}
+	}
 	data, _ := json.Marshal(events.ConversionData{ // plain strings and times always encode
 		ID: ids.New(ids.Conversion), Type: "sale", Amount: money.Format(4250, currency), Status: status[0], PreviousStatus: status[1],
 		Currency: currency, CommissionID: ids.New(ids.Commission), CommissionAmount: money.Format(425, currency),

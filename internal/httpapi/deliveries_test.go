@@ -408,6 +408,14 @@ func TestTheTestEndpointSignsASampleAsADeliveryWould(t *testing.T) {
 			t.Fatalf("sample %s", s.Body)
 		}
 	})
+	t.Run("a partnership sample carries the partnership's data", func(t *testing.T) {
+		s := f.sample(t, f.advKey, `{"event_type": "partnership.created"}`)
+		verify(t, s.Secret, []byte(s.Body), s.Headers)
+		if !strings.HasPrefix(s.Body, `{"event":"partnership.created","data":{"id":"ptn_`) || !strings.Contains(s.Body, `"type":"partnership"`) ||
+			!strings.Contains(s.Body, `"advertiser_id":"`+f.advID+`"`) || !strings.Contains(s.Body, `"status":"pending"`) {
+			t.Fatalf("sample %s", s.Body)
+		}
+	})
 	t.Run("a given secret signs and is not echoed", func(t *testing.T) {
 		secret := signing.NewSecret()
 		s := f.sample(t, f.advKey, `{"secret": "`+secret+`"}`)

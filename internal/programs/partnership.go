@@ -146,23 +146,8 @@ func (s *Service) Apply(ctx context.Context, a Actor, in ApplyInput) (Partnershi
 	return out, created, nil
 }
 
-// partnershipData is the `data` of partnership.created, the webhook's data object. amount is
-// always zero (a partnership has no sale amount), written in the program currency so that
-// every event's data.amount reads the same way.
-type partnershipData struct {
-	ID           string    `json:"id"`
-	Type         string    `json:"type"`
-	Amount       string    `json:"amount"`
-	Status       string    `json:"status"`
-	Currency     string    `json:"currency"`
-	ProgramID    string    `json:"program_id"`
-	AffiliateID  string    `json:"affiliate_id"`
-	AdvertiserID string    `json:"advertiser_id"`
-	CreatedAt    time.Time `json:"created_at"`
-}
-
 func writeCreatedEvent(ctx context.Context, tx pgx.Tx, p Partnership) error {
-	data, err := json.Marshal(partnershipData{ID: p.ID, Type: "partnership", Amount: money.Format(0, p.Currency), Status: p.Status,
+	data, err := json.Marshal(events.PartnershipData{ID: p.ID, Type: "partnership", Amount: money.Format(0, p.Currency), Status: p.Status,
 		Currency: p.Currency, ProgramID: p.ProgramID, AffiliateID: p.AffiliateID, AdvertiserID: p.AdvertiserID, CreatedAt: p.CreatedAt})
 	if err != nil {
 		return fmt.Errorf("encode partnership event: %w", err)
