@@ -29,6 +29,10 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 step "installing and starting services (first run: packages and a Kubernetes build, ~10 min)"
+# Servers already running (a `make test` in another terminal) are left running by the stop.
+mkdir -p "$LOCAL"
+{ pid_alive "$LOCAL/clickhouse/server.pid" || echo clickhouse
+  [ -f "$LOCAL/postgres/data/postmaster.pid" ] || echo postgres; } >"$LOCAL/run.services"
 env_lines=$(bash hack/services.sh start)
 while IFS='=' read -r k v; do export "$k=$v"; done <<<"$env_lines"
 

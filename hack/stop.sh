@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Stops what `make run` started: partnerstream dev, the control plane, ClickHouse, Postgres.
+# Stops what `make run` started: partnerstream dev, the control plane, and ClickHouse and
+# Postgres unless they were already running.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 RUN_PIDS=$LOCAL/run.pids
@@ -12,5 +13,8 @@ if [ -f "$RUN_PIDS" ]; then
   done
   rm -f "$RUN_PIDS"
 fi
-bash "$ROOT/hack/clickhouse.sh" stop
-bash "$ROOT/hack/postgres.sh" stop
+# Only the servers `make run` started itself.
+if [ -f "$LOCAL/run.services" ]; then
+  for s in $(cat "$LOCAL/run.services"); do bash "$ROOT/hack/$s.sh" stop; done
+  rm -f "$LOCAL/run.services"
+fi
