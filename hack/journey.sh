@@ -8,6 +8,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 export FAULTS=${FAULTS:-1}
-export JOURNEY_LOG_DIR=${JOURNEY_LOG_DIR:-$LOCAL/journey}
-rm -rf "$JOURNEY_LOG_DIR"
+# The logs of the previous run are replaced; a directory given by the caller is left alone.
+if [ -z "${JOURNEY_LOG_DIR:-}" ]; then
+  export JOURNEY_LOG_DIR=$LOCAL/journey
+  rm -rf "$JOURNEY_LOG_DIR"
+fi
 GO_TEST_FLAGS="-count=1 -v -timeout 15m" exec bash "$(dirname "$0")/test.sh" ./test/journey/ -run '^(TestJourney|TestFault.*)$' "$@"

@@ -6,8 +6,11 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 export SOAK_DURATION=${SOAK_DURATION:-10m}
-export JOURNEY_LOG_DIR=${JOURNEY_LOG_DIR:-$LOCAL/soak}
-rm -rf "$JOURNEY_LOG_DIR"
+# The logs of the previous run are replaced; a directory given by the caller is left alone.
+if [ -z "${JOURNEY_LOG_DIR:-}" ]; then
+  export JOURNEY_LOG_DIR=$LOCAL/soak
+  rm -rf "$JOURNEY_LOG_DIR"
+fi
 # The go test timeout: the soak plus 15 minutes for building, setting up and verifying.
 secs=0
 rest=$SOAK_DURATION

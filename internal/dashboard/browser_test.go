@@ -150,7 +150,8 @@ func (b *browser) screenshot(name string) {
 	var png []byte
 	var ignored bool
 	b.eval(`(document.activeElement && document.activeElement.blur(), window.scrollTo(0, 0), true)`, &ignored)
-	b.run(chromedp.CaptureScreenshot(&png))
+	// The whole page, not the window: the parts below the fold (histories, forms) are shown too.
+	b.run(chromedp.FullScreenshot(&png, 100))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.t.Fatal(err)
 	}
@@ -162,8 +163,10 @@ func (b *browser) screenshot(name string) {
 // words are the strings a journey checks, per language, straight from the catalogues'
 // meaning (not their ids), so a page showing the wrong language fails.
 var words = map[string]map[string]string{
-	"en": {"login": "Sign in", "overview": "Overview", "apikeys": "API keys", "created": "created", "conversions": "Conversions & commissions"},
-	"es": {"login": "Iniciar sesión", "overview": "Resumen", "apikeys": "Claves de API", "created": "creada", "conversions": "Conversiones y comisiones"},
+	"en": {"login": "Sign in", "overview": "Overview", "apikeys": "API keys", "created": "created", "conversions": "Conversions & commissions",
+		"revoke": "Revoke", "revoked": "revoked"},
+	"es": {"login": "Iniciar sesión", "overview": "Resumen", "apikeys": "Claves de API", "created": "creada", "conversions": "Conversiones y comisiones",
+		"revoke": "Revocar", "revoked": "revocada"},
 }
 
 var codePattern = regexp.MustCompile(`\b[0-9]{6}\b`)
@@ -286,6 +289,15 @@ func TestBrowserJourneys(t *testing.T) {
 			b.waitFor("the approval", `document.querySelector('#conversions .badge.approved')`)
 			b.waitForChart("pending", 0, "approved", 1)
 
+			// A revoked key stops working at once.
+			b.open("/app/settings/api-keys")
+			b.clickRow("#keys", "server "+lang, words[lang]["revoke"])
+			b.flashSays(words[lang]["revoked"])
+			b.waitFor("the key gone from the list", fmt.Sprintf(`![...document.querySelectorAll('#keys td')].some(td => td.textContent === %q)`, "server "+lang))
+			if status, body := s.call(t, "GET", "/api/partner-api/me", key, ""); status != 401 {
+				t.Fatalf("the revoked key on /api/partner-api/me: %d %s", status, body)
+			}
+
 			// The language switch saves the choice with the account.
 			other := map[string]string{"en": "es", "es": "en"}[lang]
 			b.open("/app")
@@ -308,7 +320,8 @@ func TestBrowserJourneys(t *testing.T) {
 
 			// Every page fits a phone (360 px) without scrolling sideways.
 			b.run(emulation.SetDeviceMetricsOverride(360, 740, 1, true))
-			for _, p := range []string{"/app", "/app/conversions", "/app/settings/api-keys", "/app/settings/webhooks"} {
+			for _, p := range []string{"/app", "/app/programs", "/app/partnerships", "/app/links", "/app/conversions", "/app/payouts",
+				"/app/settings/postbacks", "/app/settings/webhooks", "/app/settings/api-keys"} {
 				b.open(p)
 				b.waitFor("the page's data on "+p, `!document.querySelector('[aria-busy="true"]')`)
 				var overflow int
@@ -345,6 +358,15 @@ func (b *browser) clickRow(container, text, label string) {
 	b.waitFor(fmt.Sprintf("a %q button in a row with %q", label, text), js)
 }
 
+// rowControl clicks the control matching sel in the first table row containing text.
+func (b *browser) rowControl(container, text, sel string) {
+	b.t.Helper()
+	js := fmt.Sprintf(`(() => { const row = [...document.querySelectorAll('%s tbody tr')].find(r => r.textContent.includes(%q));
+		const el = row && row.querySelector(%q);
+		if (el) el.click(); return !!el; })()`, container, text, sel)
+	b.waitFor(fmt.Sprintf("%s in a row with %q", sel, text), js)
+}
+
 func (b *browser) flashSays(what string) {
 	b.t.Helper()
 	b.waitFor("the message "+what, fmt.Sprintf(`document.getElementById('flash').textContent.includes(%q)`, what))
@@ -352,8 +374,12 @@ func (b *browser) flashSays(what string) {
 
 // partnerWords are the labels the partner journey clicks, per language.
 var partnerWords = map[string]map[string]string{
-	"en": {"apply": "Apply", "approve": "Approve", "mark_paid": "Mark paid", "pending": "Pending", "approved": "Approved", "paid": "Paid"},
-	"es": {"apply": "Solicitar", "approve": "Aprobar", "mark_paid": "Marcar como pagado", "pending": "Pendiente", "approved": "Aprobada", "paid": "Pagada"},
+	"en": {"apply": "Apply", "approve": "Approve", "reject": "Reject", "mark_paid": "Mark paid", "mark_failed": "Mark failed", "cancel": "Cancel payout",
+		"promotions": "Promotions", "edit": "Edit", "promotion_saved": "Promotion saved.", "pause": "Pause", "resume": "Resume",
+		"bulk_approved": "2 commissions approved."},
+	"es": {"apply": "Solicitar", "approve": "Aprobar", "reject": "Rechazar", "mark_paid": "Marcar como pagado", "mark_failed": "Marcar como fallido", "cancel": "Cancelar pago",
+		"promotions": "Promociones", "edit": "Editar", "promotion_saved": "Promoción guardada.", "pause": "Pausar", "resume": "Reanudar",
+		"bulk_approved": "2 comisiones aprobadas."},
 }
 
 // TestBrowserPartnerJourney walks a brand and an affiliate through the rest of the
@@ -391,6 +417,24 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			adv.fill("#p-value", "7.50")
 			adv.click(`#program-form button[type=submit]`)
 			adv.waitFor("the new program", fmt.Sprintf(`document.querySelector('#programs').textContent.includes(%q)`, program))
+
+			// A promotion is added to the program, then edited: the form comes back filled,
+			// with the keyboard on its first field.
+			adv.clickRow("#programs", program, w["promotions"])
+			adv.waitFor("the promotions", `document.querySelector('#promotions .empty, #promotions table')`)
+			adv.fill("#pr-title", "Spring sale")
+			adv.fill("#pr-coupon", "SPRING")
+			adv.click(`#promotion-form button[type=submit]`)
+			adv.waitFor("the new promotion", `document.querySelector('#promotions').textContent.includes('Spring sale')`)
+			adv.clickRow("#promotions", "Spring sale", w["edit"])
+			adv.waitFor("the promotion in the form, focused", `document.activeElement.id === 'pr-title' && document.getElementById('pr-coupon').value === 'SPRING'`)
+			adv.fill("#pr-title", "Summer sale")
+			adv.click(`#promotion-form button[type=submit]`)
+			adv.flashSays(w["promotion_saved"])
+			adv.waitFor("the edited promotion", `(t => t.includes('Summer sale') && t.includes('SPRING') && !t.includes('Spring sale'))(document.querySelector('#promotions').textContent)`)
+			if n := adv.count(`#promotions tbody tr`); n != 1 {
+				t.Fatalf("editing a promotion left %d promotions, want 1", n)
+			}
 			adv.screenshot("programs-advertiser")
 
 			// An invitation-only program is not listed: the brand shares its id.
@@ -417,24 +461,58 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			aff.screenshot("links")
 			code := linkURL[strings.LastIndex(linkURL, "/c/")+3:]
 
-			key := adv.createAPIKey("shop server")
-			clickID := s.click(t, code)
-			order := "sneaker-order-" + lang
-			s.eventually(t, "the conversion is registered", func() (bool, string) {
-				status, body := s.call(t, "POST", "/api/v1/conversions", key, `{"click_id":"`+clickID+`","external_id":"`+order+`","amount":"80.00"}`)
-				return status == 201 || status == 200, fmt.Sprintf("%d %s", status, body)
-			})
-			adv.open("/app/conversions")
-			adv.clickRow("#conversions", order, w["approve"])
-			adv.waitFor("the approved commission", `document.querySelector('#conversions .badge.approved')`)
+			// Pausing and resuming a link keeps the keyboard on the link's button.
+			aff.clickRow("#links", "newsletter", w["pause"])
+			aff.waitFor("the paused link", `document.querySelector('#links .badge.paused') && document.activeElement.textContent.trim() === '`+w["resume"]+`'`)
+			aff.clickRow("#links", "newsletter", w["resume"])
+			aff.waitFor("the active link", `document.querySelector('#links .badge.active') && !document.querySelector('#links .badge.paused')`)
 
+			// Four orders through the link: one approved on its own, two approved at once, one
+			// rejected.
+			key := adv.createAPIKey("shop server")
+			// (No order id is a part of another: rows are found by their text.)
+			orders := []string{"sneaker-" + lang + "-1", "sneaker-" + lang + "-2", "sneaker-" + lang + "-3", "sneaker-" + lang + "-4"}
+			for _, o := range orders {
+				clickID := s.click(t, code)
+				s.eventually(t, "the conversion is registered", func() (bool, string) {
+					status, body := s.call(t, "POST", "/api/v1/conversions", key, `{"click_id":"`+clickID+`","external_id":"`+o+`","amount":"80.00"}`)
+					return status == 201 || status == 200, fmt.Sprintf("%d %s", status, body)
+				})
+			}
+			adv.open("/app/conversions")
+			adv.clickRow("#conversions", orders[0], w["approve"])
+			adv.waitFor("the approved commission", `document.querySelector('#conversions .badge.approved')`)
+			for _, o := range orders[1:3] {
+				adv.rowControl("#conversions", o, `input[type=checkbox]`)
+			}
+			adv.waitFor("the selection", `!document.getElementById('bulk-approve').disabled`)
+			adv.click("#bulk-approve")
+			adv.flashSays(w["bulk_approved"])
+			adv.waitFor("the commissions approved at once", `document.querySelectorAll('#conversions .badge.approved').length === 3`)
+			adv.clickRow("#conversions", orders[3], w["reject"])
+			adv.waitFor("the rejected commission", `document.querySelector('#conversions .badge.rejected')`)
+			if n := adv.count(`#conversions .badge.pending`); n != 0 {
+				t.Fatalf("%d commissions still pending, want none", n)
+			}
+
+			// A payout marked failed, and one canceled, give their commissions back to the
+			// next payout, which is paid.
 			adv.open("/app/payouts")
-			adv.waitFor("the affiliate to pay", `document.querySelector('#po-affiliate option')`)
-			adv.click(`#payout-form button[type=submit]`)
-			adv.waitFor("the payout", `document.querySelector('#payouts tbody tr')`)
-			adv.screenshot("payouts")
-			adv.clickRow("#payouts", "", w["mark_paid"])
-			adv.waitFor("the paid payout", `document.querySelector('#payouts .badge.paid')`)
+			for i, action := range []string{"mark_failed", "cancel", "mark_paid"} {
+				adv.waitFor("the affiliate to pay", `document.querySelector('#po-affiliate option')`)
+				adv.click(`#payout-form button[type=submit]`)
+				adv.waitFor("the new payout", fmt.Sprintf(`document.querySelectorAll('#payouts tbody tr').length === %d && document.querySelector('#payouts .badge.pending')`, i+1))
+				if i == 0 {
+					adv.screenshot("payouts")
+				}
+				adv.clickRow("#payouts", "", w[action])
+				adv.waitFor("the payout's new status", `!document.querySelector('#payouts .badge.pending')`)
+			}
+			for _, status := range []string{"failed", "canceled", "paid"} {
+				if n := adv.count(`#payouts .badge.` + status); n != 1 {
+					t.Errorf("%d payouts %s, want 1", n, status)
+				}
+			}
 
 			aff.open("/app/conversions")
 			aff.waitFor("the paid commission, seen by the affiliate", `document.querySelector('#conversions .badge.paid')`)
@@ -487,12 +565,44 @@ func (r *receiver) count() int {
 	return r.n
 }
 
+// webhookWords are the labels and messages the webhook journey uses, per language.
+var webhookWords = map[string]map[string]string{
+	"en": {"edit": "Edit", "saved": "Webhook saved.", "rotate": "Rotate secret", "history": "History", "replay": "Replay",
+		"replayed": "The delivery is queued for another attempt.", "none_queued": "0 failed deliveries", "two_queued": "2 failed deliveries"},
+	"es": {"edit": "Editar", "saved": "Webhook guardado.", "rotate": "Rotar secreto", "history": "Historial", "replay": "Reenviar",
+		"replayed": "La entrega está en cola para un nuevo intento.", "none_queued": "0 entregas fallidas", "two_queued": "2 entregas fallidas"},
+}
+
+// waitInHistory opens the delivery history of the webhook to url again and again until the
+// JavaScript condition holds (deliveries are attempted by the workers in the background).
+func (b *browser) waitInHistory(url, what, cond string) {
+	b.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		// The history shown is marked, so that the wait below is for the one asked for now.
+		var ignored bool
+		b.eval(`(document.querySelectorAll('#deliveries > *').forEach(e => e.dataset.stale = '1'), true)`, &ignored)
+		b.clickRow("#hooks", url, webhookWords[b.lang]["history"])
+		b.waitFor("the delivery history", `document.querySelector('#deliveries > .empty:not([data-stale]), #deliveries > table:not([data-stale])')`)
+		var ok bool
+		b.eval("!!("+cond+")", &ok)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("browser (%s): the delivery history never showed %s", b.lang, what)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
 // TestBrowserWebhookJourney creates, edits and rotates a webhook in the browser and sees its
 // deliveries, on the envtest control plane with the real controller and delivery workers.
 func TestBrowserWebhookJourney(t *testing.T) {
 	s := newStack(t, stackOptions{kube: true})
 	for _, lang := range []string{"en", "es"} {
 		t.Run("in "+lang, func(t *testing.T) {
+			w := webhookWords[lang]
 			b := newBrowser(t, s.base, lang, 1280, 900)
 			email := "hooks-" + lang + "@example.test"
 			b.signUp(s, email, "advertiser", "Hooks "+lang)
@@ -506,14 +616,14 @@ func TestBrowserWebhookJourney(t *testing.T) {
 			b.waitFor("the signing secret, shown once", `document.getElementById('hook-secret-value').value.startsWith('whsec_')`)
 			b.waitFor("the new webhook", `document.querySelector('#hooks tbody tr')`)
 
-			b.clickRow("#hooks", rcv.url, map[string]string{"en": "Edit", "es": "Editar"}[lang])
+			b.clickRow("#hooks", rcv.url, w["edit"])
 			b.fill("#hook-description", "orders "+lang)
 			b.click(`#hook-form button[type=submit]`)
-			b.flashSays(map[string]string{"en": "Webhook saved.", "es": "Webhook guardado."}[lang])
+			b.flashSays(w["saved"])
 
 			var first string
 			b.eval(`document.getElementById('hook-secret-value').value`, &first)
-			b.clickRow("#hooks", rcv.url, map[string]string{"en": "Rotate secret", "es": "Rotar secreto"}[lang])
+			b.clickRow("#hooks", rcv.url, w["rotate"])
 			b.waitFor("a new signing secret", fmt.Sprintf(`document.getElementById('hook-secret-value').value.startsWith('whsec_') && document.getElementById('hook-secret-value').value !== %q`, first))
 
 			// A conversion of this advertiser is delivered to the webhook.
@@ -525,21 +635,43 @@ func TestBrowserWebhookJourney(t *testing.T) {
 			})
 			s.eventually(t, "the receiver gets the webhook", func() (bool, string) { return rcv.count() > 0, "nothing yet" })
 			b.open("/app/settings/webhooks")
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				b.clickRow("#hooks", rcv.url, map[string]string{"en": "History", "es": "Historial"}[lang])
-				b.waitFor("the delivery history", `document.querySelector('#deliveries .empty, #deliveries table')`)
-				if b.count(`#deliveries .badge.succeeded`) > 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("no delivered webhook in the history")
-				}
-				time.Sleep(300 * time.Millisecond)
-			}
+			b.waitInHistory(rcv.url, "a delivered webhook", `document.querySelector('#deliveries .badge.succeeded')`)
 			b.click("#retry-failed")
-			b.flashSays(map[string]string{"en": "0 failed deliveries", "es": "0 entregas fallidas"}[lang])
+			b.flashSays(w["none_queued"])
+
+			// A delivery that used up its retries (recorded here rather than waited for) is
+			// replayed from the history: the workers make one manual attempt, which the
+			// receiver answers.
+			var hookID string
+			b.eval(fmt.Sprintf(`[...document.querySelectorAll('#hooks tbody tr')].find(r => r.textContent.includes(%q)).dataset.id`, rcv.url), &hookID)
+			u, err := s.ids.UserByEmail(context.Background(), email)
+			if err != nil {
+				t.Fatal(err)
+			}
+			received := rcv.count()
+			failed := s.failedDelivery(t, u.CompanyID, hookID, rcv.url+"/hooks")
+			row := fmt.Sprintf(`#deliveries tr[data-id=%q]`, failed)
+			b.waitInHistory(rcv.url, "the failed delivery", `document.querySelector('`+row+` .badge.failed')`)
 			b.screenshot("webhooks")
+			var label string
+			b.eval(`document.querySelector('`+row+` button').getAttribute('aria-label')`, &label)
+			if !strings.HasPrefix(label, w["replay"]) || !strings.Contains(label, "conversion.created") {
+				t.Errorf("the replay button is labelled %q, want it to name the delivery", label)
+			}
+			b.waitFor("the replay button", `(btn => btn && (btn.click(), true))(document.querySelector('`+row+` button'))`)
+			b.flashSays(w["replayed"])
+			b.waitInHistory(rcv.url, "the replayed delivery, delivered", `document.querySelector('`+row+` .badge.succeeded')`)
+			if rcv.count() <= received {
+				t.Fatal("the replay reached the history but not the receiver")
+			}
+
+			// "Retry every failed delivery" queues each failed one of this webhook.
+			more := []string{s.failedDelivery(t, u.CompanyID, hookID, rcv.url+"/hooks"), s.failedDelivery(t, u.CompanyID, hookID, rcv.url+"/hooks")}
+			b.waitInHistory(rcv.url, "the two failed deliveries", `document.querySelectorAll('#deliveries .badge.failed').length === 2`)
+			b.click("#retry-failed")
+			b.flashSays(w["two_queued"])
+			b.waitInHistory(rcv.url, "the retried deliveries, delivered", fmt.Sprintf(
+				`document.querySelector('#deliveries tr[data-id=%q] .badge.succeeded') && document.querySelector('#deliveries tr[data-id=%q] .badge.succeeded')`, more[0], more[1]))
 		})
 	}
 }

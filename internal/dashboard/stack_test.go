@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/partnerstream/partnerstream/controllers"
@@ -25,6 +26,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/idempotency"
 	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/ingest"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/links"
@@ -53,6 +55,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // envtest control plane (stackOptions.kube).
 type stack struct {
 	base  string
+	db    *pgxpool.Pool
 	inbox *testenv.Inbox
 	ids   *identity.Store
 	prg   *programs.Service
@@ -104,7 +107,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 
-	s := &stack{ids: identity.NewStore(db)}
+	s := &stack{db: db, ids: identity.NewStore(db)}
 	keys, err := session.ParseKeys(session.GenerateKeySpec())
 	if err != nil {
 		t.Fatal(err)
@@ -279,4 +282,23 @@ func (s *stack) click(t *testing.T, code string) string {
 		t.Fatalf("click redirect: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	return loc.Query().Get("ps_click_id")
+}
+
+// failedDelivery records a delivery to the webhook that has used up its retries (one attempt
+// answered 500), as the delivery workers leave one, so that a test need not wait out the
+// retry schedule. It returns the delivery id.
+func (s *stack) failedDelivery(t *testing.T, companyID, webhookID, url string) string {
+	t.Helper()
+	ctx := context.Background()
+	id, now := ids.New(ids.Delivery), time.Now()
+	if _, err := s.db.Exec(ctx, `INSERT INTO deliveries (id, company_id, kind, target_id, url, event_id, event_type, body, status,
+		attempts, last_status, created_at, updated_at) VALUES ($1, $2, 'webhook', $3, $4, $5, 'conversion.created', '{}', 'failed', 1, 500, $6, $6)`,
+		id, companyID, webhookID, url, ids.New(ids.Event), now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(ctx, `INSERT INTO delivery_attempts (delivery_id, n, trigger, started_at, duration_ms, status_code, response_excerpt)
+		VALUES ($1, 1, 'scheduled', $2, 12, 500, 'down for maintenance')`, id, now); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -258,8 +258,21 @@ func observe(c *fiber.Ctx) error {
 	// Unmatched paths report the catch-all middleware's template "/", so the label set stays
 	// the set of declared routes.
 	route := c.Route().Path
-	method := c.Method()
+	method := methodLabel(c.Method())
 	httpRequests.WithLabelValues(method, route, strconv.Itoa(status/100)+"xx").Inc()
 	httpDuration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 	return err
+}
+
+// methodLabel maps a request method to a constant label value. Fiber's Method points into a
+// buffer reused by later requests, so a label must never keep it; and a client can send any
+// token as a method, so unknown ones share one label.
+func methodLabel(m string) string {
+	for _, known := range []string{fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch,
+		fiber.MethodDelete, fiber.MethodOptions} {
+		if m == known {
+			return known
+		}
+	}
+	return "OTHER"
 }

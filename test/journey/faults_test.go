@@ -203,6 +203,7 @@ func TestFaultKafkaBrokerKilled(t *testing.T) {
 // everything catches up afterwards.
 func TestFaultClickHouseStopped(t *testing.T) {
 	longFaults(t)
+	t.Parallel() // mostly waiting: it overlaps with the other long run
 	l := faultRun(t, func(s *stack) {
 		s.chProxy.setDown(true)
 		time.Sleep(30 * time.Second)
@@ -252,6 +253,7 @@ func TestFaultComponentsKilled(t *testing.T) {
 func TestFaultReceiversFailing(t *testing.T) {
 	longFaults(t)
 	deliverWorks(t)
+	t.Parallel() // mostly waiting for the first retry, a minute later
 	s := newStack(t)
 	w := setUp(t, s)
 	until := time.Now().Add(20 * time.Second)

@@ -12,6 +12,7 @@ export function deliveryTable(container, rows, canManage, onReplay) {
     { label: t('deliveries.attempts'), class: 'num', render: (d) => fmt.number(d.attempt_count) },
     { label: t('deliveries.last_answer'), render: (d) => (d.last_status_code ? `HTTP ${d.last_status_code}` : d.last_error || '–') },
     { label: t('common.actions'), render: (d) => (canManage && d.status === 'failed'
-      ? h('button', { type: 'button', onclick: () => onReplay(d) }, t('deliveries.replay')) : '') },
+      ? h('button', { type: 'button', onclick: () => onReplay(d), 'aria-label': t('deliveries.replay_of', { event: d.event_type, date: fmt.dateTime(d.created_at) }) },
+        t('deliveries.replay')) : '') },
   ], rows, { caption: t('deliveries.title'), empty: t('deliveries.empty') });
 }

@@ -26,8 +26,9 @@ async function load() {
       { label: t('links.sub1'), render: (l) => l.sub1 || '–' },
       { label: t('common.created'), render: (l) => fmt.dateTime(l.created_at) },
       { label: t('common.status'), render: (l) => badge(l.status) },
-      affiliate && canWrite && { label: t('common.actions'), render: (l) => h('button', { type: 'button', onclick: () => toggle(l) },
-        l.status === 'active' ? t('links.pause') : t('links.resume')) },
+      affiliate && canWrite && { label: t('common.actions'), render: (l) => (l.status === 'active'
+        ? h('button', { type: 'button', onclick: () => toggle(l), 'aria-label': t('links.pause_of', { url: l.url }) }, t('links.pause'))
+        : h('button', { type: 'button', onclick: () => toggle(l), 'aria-label': t('links.resume_of', { url: l.url }) }, t('links.resume'))) },
     ].filter(Boolean), page.data, { caption: t('links.list_title'), empty: affiliate ? t('links.empty') : t('links.empty_advertiser') });
   } catch (err) {
     showError(err);
@@ -40,6 +41,8 @@ async function toggle(l) {
     await api.post(`/api/tracking-links/${encodeURIComponent(l.id)}/${l.status === 'active' ? 'pause' : 'resume'}`);
     flash(l.status === 'active' ? t('links.paused') : t('links.resumed'));
     await load();
+    // The row was drawn again: keep the keyboard where it was, on the link's new button.
+    container.querySelector(`tr[data-id="${CSS.escape(l.id)}"] button:not(.copy)`)?.focus();
   } catch (err) {
     showError(err);
   }

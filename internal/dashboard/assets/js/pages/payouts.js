@@ -17,13 +17,18 @@ async function load() {
       { label: t('payouts.amount'), class: 'num', render: (p) => fmt.money(p.amount, p.currency) },
       { label: t('common.status'), render: (p) => badge(p.status) },
       canWrite && { label: t('common.actions'), render: (p) => (p.status === 'pending' ? h('div', { class: 'row' },
-        h('button', { type: 'button', onclick: () => act(p, 'paid') }, t('payouts.mark_paid')),
-        h('button', { type: 'button', onclick: () => act(p, 'failed') }, t('payouts.mark_failed')),
-        h('button', { type: 'button', class: 'danger', onclick: () => act(p, 'cancel') }, t('payouts.cancel'))) : '') },
+        actButton(p, 'paid', t('payouts.mark_paid')), actButton(p, 'failed', t('payouts.mark_failed')),
+        actButton(p, 'cancel', t('payouts.cancel'), 'danger')) : '') },
     ].filter(Boolean), page.data, { caption: t('payouts.list_title'), empty: t('payouts.empty') });
   } catch (err) {
     showError(err);
   }
+}
+
+// actButton's label names the payout, so that a screen reader can tell the rows' buttons apart.
+function actButton(p, action, text, cls) {
+  const name = t('payouts.action_of', { action: text, amount: fmt.money(p.amount, p.currency), period: `${fmt.date(p.period_start)} – ${fmt.date(p.period_end)}` });
+  return h('button', { type: 'button', class: cls, onclick: () => act(p, action), 'aria-label': name }, text);
 }
 
 async function act(p, action) {

@@ -136,6 +136,7 @@ if (form) {
 }
 
 async function showPromotions(p) {
+  if (shownProgram && shownProgram.id !== p.id) resetPromoForm();
   shownProgram = p;
   promoSection.hidden = false;
   document.getElementById('promotions-of').textContent = p.name;
@@ -148,7 +149,9 @@ async function showPromotions(p) {
       { label: t('promotions.starts'), render: (x) => fmt.date(x.starts_at) },
       { label: t('promotions.ends'), render: (x) => fmt.date(x.ends_at) },
       { label: t('common.status'), render: (x) => badge(x.active ? 'active' : 'paused') },
-    ], promos, { caption: t('promotions.title'), empty: t('promotions.empty') });
+      advertiser && canWrite && { label: t('common.actions'), render: (x) => h('button', { type: 'button', onclick: () => editPromotion(x),
+        'aria-label': t('promotions.edit_of', { title: x.title }) }, t('common.edit')) },
+    ].filter(Boolean), promos, { caption: t('promotions.title'), empty: t('promotions.empty') });
   } catch (err) {
     showError(err);
   }
@@ -156,6 +159,30 @@ async function showPromotions(p) {
 }
 
 function dayStart(v) { return v ? `${v}T00:00:00Z` : null; }
+
+// The promotion form adds a promotion, or changes the one it was filled with.
+function setPromoMode(edit) {
+  promoForm.querySelectorAll('[data-promo-mode]').forEach((el) => { el.hidden = el.dataset.promoMode !== (edit ? 'edit' : 'create'); });
+}
+
+function resetPromoForm() {
+  promoForm.reset();
+  promoForm.id.value = '';
+  setPromoMode(false);
+}
+
+function editPromotion(x) {
+  clearFlash();
+  promoForm.id.value = x.id;
+  promoForm.title.value = x.title;
+  promoForm.coupon_code.value = x.coupon_code || '';
+  promoForm.landing_url.value = x.landing_url || '';
+  // The days are UTC days, as they are sent.
+  promoForm.starts_at.value = x.starts_at ? x.starts_at.slice(0, 10) : '';
+  promoForm.ends_at.value = x.ends_at ? x.ends_at.slice(0, 10) : '';
+  setPromoMode(true);
+  promoForm.title.focus();
+}
 
 promoForm.addEventListener('submit', async (e) => {
   e.preventDefault();
@@ -165,15 +192,23 @@ promoForm.addEventListener('submit', async (e) => {
     landing_url: promoForm.landing_url.value.trim() || null, starts_at: dayStart(promoForm.starts_at.value), ends_at: dayStart(promoForm.ends_at.value) };
   await busy(promoForm, async () => {
     try {
-      await api.post(`/api/programs/${encodeURIComponent(shownProgram.id)}/promotions`, body);
-      flash(t('promotions.created'));
-      promoForm.reset();
+      if (promoForm.id.value) {
+        // Empty fields are sent as null, which clears them.
+        await api.patch(`/api/promotions/${encodeURIComponent(promoForm.id.value)}`, body);
+        flash(t('promotions.saved'));
+      } else {
+        await api.post(`/api/programs/${encodeURIComponent(shownProgram.id)}/promotions`, body);
+        flash(t('promotions.created'));
+      }
+      resetPromoForm();
       await showPromotions(shownProgram);
     } catch (err) {
       showError(err);
     }
   });
 });
+
+document.getElementById('promotion-cancel').addEventListener('click', () => { resetPromoForm(); clearFlash(); promoForm.title.focus(); });
 
 const applyForm = document.getElementById('apply-form');
 if (applyForm) {
