@@ -6,23 +6,13 @@
 # (internal/delivery/bench_test.go, docs/webhooks.md "Delivery"). Extra arguments go to
 # `go test`.
 #
-# It provisions only Postgres (Kafka is the embedded broker of the tests): ClickHouse and a
-# Kubernetes control plane idling on the same cores would only add noise. A Postgres this
-# script started is stopped at the end; one that was already running is left alone.
+# It provisions only Postgres (Kafka is the embedded broker of the tests; see bench_postgres
+# in lib.sh).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-bash hack/deps.sh >&2
-started=0
-[ -f "$LOCAL/postgres/data/postmaster.pid" ] || started=1
-cleanup() { if [ $started = 1 ]; then bash hack/postgres.sh stop || true; fi; }
-trap cleanup EXIT
-
-line=$(bash hack/postgres.sh start)
-url=${line#PARTNERSTREAM_POSTGRES_URL=}
-# An admin URL: each benchmark creates and drops a scratch database.
-export PARTNERSTREAM_TEST_POSTGRES_URL=${url%/*}/postgres?sslmode=disable
+bench_postgres
 # No control plane: the benchmark's subscriptions are in memory (the informer cache answers
 # from memory too, see BenchmarkTargets in internal/webhooks).
 unset KUBEBUILDER_ASSETS

@@ -30,3 +30,18 @@ wait_for() {
 }
 
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# bench_postgres: for benchmarks that need only Postgres (ClickHouse and a control plane idling
+# on the same cores would only add noise). Installs the packages, starts Postgres, exports an
+# admin URL (each benchmark creates and drops a scratch database) and stops Postgres on exit
+# if it was not running before.
+bench_postgres() {
+  bash "$ROOT/hack/deps.sh" >&2
+  if [ ! -f "$LOCAL/postgres/data/postmaster.pid" ]; then
+    trap 'bash "$ROOT/hack/postgres.sh" stop || true' EXIT
+  fi
+  local line url
+  line=$(bash "$ROOT/hack/postgres.sh" start)
+  url=${line#PARTNERSTREAM_POSTGRES_URL=}
+  export PARTNERSTREAM_TEST_POSTGRES_URL=${url%/*}/postgres?sslmode=disable
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
 // benchCompanies have one webhook each; every event goes from one of the first half to one
@@ -79,7 +80,7 @@ func BenchmarkDeliverThroughput(b *testing.B) {
 		bodies = append(bodies, body, body)
 	}
 	s := newService(b, db, Options{Kafka: cfg, Subscriptions: sub})
-	stop := start(b, s)
+	stop := testenv.Run(b, s)
 	succeeded := func() int {
 		var n int
 		if err := db.QueryRow(context.Background(), `SELECT count(*) FROM deliveries WHERE status = 'succeeded'`).Scan(&n); err != nil {
@@ -183,7 +184,7 @@ func BenchmarkDeliverLatency(b *testing.B) {
 		}
 	})
 	s := newService(b, db, Options{Kafka: cfg, Subscriptions: sub})
-	stop := start(b, s)
+	stop := testenv.Run(b, s)
 	// Let the consumer join its group before the clock starts.
 	produce(b, cfg, benchEvent(cos, 0, time.Now()))
 	for {

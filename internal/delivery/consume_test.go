@@ -8,6 +8,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/health"
+	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
 func TestEventsOnKafkaAreDeliveredOncePerTarget(t *testing.T) {
@@ -31,7 +32,7 @@ func TestEventsOnKafkaAreDeliveredOncePerTarget(t *testing.T) {
 	}
 	// A relay crash publishes some events twice.
 	produce(t, cfg, append(envs, envs[:30]...)...)
-	stop := start(t, s)
+	stop := testenv.Run(t, s)
 	// 50 created x 2 webhooks + 50 changed x 2 webhooks + 25 postbacks of cos[0].
 	const want = 225
 	eventually(t, time.Minute, func() error {
@@ -45,7 +46,7 @@ func TestEventsOnKafkaAreDeliveredOncePerTarget(t *testing.T) {
 	}
 	// Events consumed again (a new consumer group from the start) record nothing new.
 	again := newService(t, db, Options{Kafka: cfg, Group: "replay", Subscriptions: sub, Postbacks: pb})
-	stopAgain := start(t, again)
+	stopAgain := testenv.Run(t, again)
 	time.Sleep(2 * time.Second)
 	stopAgain()
 	stop()
@@ -85,7 +86,7 @@ func TestNotReadyUntilTheSubscriptionsSync(t *testing.T) {
 	h := health.NewRegistry()
 	sync := make(chan struct{})
 	s := newService(t, db, Options{Subscriptions: &blockingSubs{subs: newSubs(), synced: sync}, Health: h, Kafka: newKafka(t)})
-	start(t, s)
+	testenv.Run(t, s)
 	if r := h.Ready(context.Background()); r.Ready {
 		t.Error("ready before the subscriptions synced")
 	}

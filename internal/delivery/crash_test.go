@@ -19,6 +19,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
+	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
@@ -133,27 +134,6 @@ func produce(t testing.TB, cfg kafka.Config, envs ...events.Envelope) {
 	}
 }
 
-// start runs s until the test ends, or until the returned stop is called.
-func start(t testing.TB, s *Service) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
 func TestAKilledWorkerLosesNoDelivery(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -227,7 +207,7 @@ func killedWorker(t *testing.T, onRecord bool, after int) {
 	}
 	s := newService(t, db, Options{Kafka: cfg, Subscriptions: sub, PollInterval: 50 * time.Millisecond})
 	fastRetries(s)
-	stop := start(t, s)
+	stop := testenv.Run(t, s)
 	eventually(t, 2*time.Minute, func() error {
 		if n := len(rows(t, db, "WHERE status = 'succeeded'")); n != 2*nEvents {
 			return fmt.Errorf("%d deliveries succeeded, want %d", n, 2*nEvents)

@@ -86,7 +86,7 @@ func BenchmarkIngestThroughput(b *testing.B) {
 		e.produce(b, kafka.TopicClicks, msgs)
 		s := e.service(b, Options{})
 		begin := time.Now()
-		stop := start(b, s)
+		stop := testenv.Run(b, s)
 		for s.clicks.received.Load() == 0 {
 			time.Sleep(time.Millisecond)
 		}
@@ -119,7 +119,7 @@ func BenchmarkClickToVisible(b *testing.B) {
 	ctx := context.Background()
 	for range b.N {
 		e := newEnv(b)
-		stop := start(b, e.service(b, Options{}))
+		stop := testenv.Run(b, e.service(b, Options{}))
 		q := stats.New(e.conn, e.db, stats.Options{})
 		scope := stats.Scope{CompanyID: "co_bench", Kind: identity.Advertiser}
 		w := kafka.NewWriter(e.kafka, kafka.TopicClicks)

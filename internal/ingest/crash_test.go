@@ -13,6 +13,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/store/chstore"
+	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
 // The ingester under test runs in a child process (this test binary, re-executed) so that it
@@ -125,7 +126,7 @@ func (e *env) crashTwice(t *testing.T, topic string, batch, crashAfter int, prog
 	if topic == kafka.TopicEvents {
 		group = DefaultGroupPrefix + "-events"
 	}
-	stop := start(t, e.service(t, Options{BatchSize: 1000, BatchInterval: 100 * time.Millisecond}))
+	stop := testenv.Run(t, e.service(t, Options{BatchSize: 1000, BatchInterval: 100 * time.Millisecond}))
 	e.waitCaughtUp(t, group, topic, 2*time.Minute)
 	stop()
 }
@@ -149,14 +150,14 @@ func (e *env) replayTwice(t *testing.T, d dataset, rows map[string]string) {
 	t.Run("a topic produced again changes nothing", func(t *testing.T) {
 		e.produce(t, kafka.TopicClicks, d.clickMessages())
 		e.produce(t, kafka.TopicEvents, d.eventMessages())
-		stop := start(t, e.service(t, Options{}))
+		stop := testenv.Run(t, e.service(t, Options{}))
 		e.waitCaughtUp(t, DefaultGroupPrefix+"-clicks", kafka.TopicClicks, time.Minute)
 		e.waitCaughtUp(t, DefaultGroupPrefix+"-events", kafka.TopicEvents, time.Minute)
 		stop()
 		check(t)
 	})
 	t.Run("a consumer group replaying from the start changes nothing", func(t *testing.T) {
-		stop := start(t, e.service(t, Options{GroupPrefix: "replay"}))
+		stop := testenv.Run(t, e.service(t, Options{GroupPrefix: "replay"}))
 		e.waitCaughtUp(t, "replay-clicks", kafka.TopicClicks, time.Minute)
 		e.waitCaughtUp(t, "replay-events", kafka.TopicEvents, time.Minute)
 		stop()
@@ -188,7 +189,7 @@ func TestConversionFiguresStayExactThroughKilledIngestersAndReplays(t *testing.T
 	// Clicks first, as in production (a conversion is attributed to a stored click): the
 	// conversions take their link and sub1 from it.
 	e.produce(t, kafka.TopicClicks, d.clickMessages())
-	stop := start(t, e.service(t, Options{}))
+	stop := testenv.Run(t, e.service(t, Options{}))
 	e.waitCaughtUp(t, DefaultGroupPrefix+"-clicks", kafka.TopicClicks, time.Minute)
 	stop()
 

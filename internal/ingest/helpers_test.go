@@ -74,28 +74,6 @@ func (e *env) service(t testing.TB, o Options) *Service {
 	return s
 }
 
-// start runs s until the test ends (or the returned stop is called) and fails the test if
-// Run returns an error.
-func start(t testing.TB, s *Service) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
 // produce writes messages to a topic, keyed as the platform keys them.
 func (e *env) produce(t testing.TB, topic string, msgs []kafkago.Message) {
 	t.Helper()

@@ -11,6 +11,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/metrics"
+	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
 // waitFor polls cond until it holds or the timeout passes.
@@ -42,7 +43,7 @@ func TestBatchesAreBoundedBySizeAndByTime(t *testing.T) {
 	}
 	rowsBefore := metric(t, "partnerstream_ingest_rows_total", "table", tableClicks)
 	batchesBefore := metric(t, "partnerstream_ingest_batch_size", "topic", kafka.TopicClicks)
-	start(t, s)
+	testenv.Run(t, s)
 	e.produce(t, kafka.TopicClicks, d.clickMessages())
 	e.waitCaughtUp(t, DefaultGroupPrefix+"-clicks", kafka.TopicClicks, 30*time.Second)
 	mu.Lock()
@@ -117,7 +118,7 @@ func TestShutdownStoresAndCommitsTheBatchInHand(t *testing.T) {
 	d := newDataset(5, 300)
 	// Neither bound is reached: only the shutdown writes the batch.
 	s := e.service(t, Options{BatchSize: 1_000_000, BatchInterval: time.Hour})
-	stop := start(t, s)
+	stop := testenv.Run(t, s)
 	e.produce(t, kafka.TopicClicks, d.clickMessages())
 	waitFor(t, 30*time.Second, "every click in the batch", func() bool { return s.clicks.received.Load() == int64(len(d.clicks)) })
 	if n := e.count(t, "SELECT count() FROM "+e.db+".clicks"); n != 0 {
@@ -145,7 +146,7 @@ func TestReadinessReflectsClickHouseKafkaAndThePipeline(t *testing.T) {
 
 	t.Run("ready when everything answers", func(t *testing.T) {
 		h := health.NewRegistry()
-		start(t, e.service(t, Options{Health: h}))
+		testenv.Run(t, e.service(t, Options{Health: h}))
 		if rep := h.Ready(context.Background()); !rep.Ready || rep.Checks["clickhouse"] != "ok" || rep.Checks["kafka"] != "ok" || rep.Checks["ingest"] != "ok" {
 			t.Fatalf("report %+v, want ready with clickhouse, kafka and ingest ok", rep)
 		}
@@ -168,7 +169,7 @@ func TestReadinessReflectsClickHouseKafkaAndThePipeline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		start(t, s)
+		testenv.Run(t, s)
 		d := newDataset(6, 1)
 		e.produce(t, kafka.TopicClicks, d.clickMessages()[:1])
 		waitFor(t, 20*time.Second, "the ingest check failing", func() bool { return !h.Ready(context.Background()).Ready })
