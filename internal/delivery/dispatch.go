@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/partnerstream/partnerstream/internal/run"
 )
 
 // targetLimiter counts the attempts in flight per target in this process.
@@ -259,7 +260,7 @@ func (s *Service) claimLoop(ctx context.Context, jobs chan<- job, capacity int) 
 				}
 				failures++
 				s.o.Log.Error("claiming deliveries failed; retrying", "err", err)
-				sleep(ctx, backoff(failures))
+				run.Sleep(ctx, run.Backoff(failures))
 				continue
 			}
 			failures = 0
@@ -313,7 +314,7 @@ func (s *Service) saveLoop(outs <-chan outcome) {
 			if try == 3 {
 				break
 			}
-			time.Sleep(backoff(try))
+			time.Sleep(run.Backoff(try))
 		}
 		batch = batch[:0]
 	}

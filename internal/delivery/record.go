@@ -14,6 +14,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
+	"github.com/partnerstream/partnerstream/internal/run"
 )
 
 // linger is how long a batch of events waits for more after its first message: short, as
@@ -40,7 +41,7 @@ func (s *Service) consume(ctx context.Context) error {
 			if err != nil {
 				failures++
 				s.o.Log.Warn("fetching events failed; retrying", "err", err)
-				if !sleep(ctx, backoff(failures)) {
+				if !run.Sleep(ctx, run.Backoff(failures)) {
 					return
 				}
 				continue
@@ -113,7 +114,7 @@ func (s *Service) storeAndCommit(ctx context.Context, r *kafkago.Reader, batch [
 		}
 		s.setFailure(fmt.Errorf("deliver: store deliveries: %w", err))
 		s.o.Log.Error("storing deliveries failed", "attempt", attempt, "err", err)
-		if final || ctx.Err() != nil || !sleep(ctx, backoff(attempt)) {
+		if final || ctx.Err() != nil || !run.Sleep(ctx, run.Backoff(attempt)) {
 			return false
 		}
 	}
@@ -234,21 +235,4 @@ func companiesOf(e events.Envelope) []string {
 		return []string{e.AffiliateID}
 	}
 	return []string{e.AdvertiserID, e.AffiliateID}
-}
-
-// backoff grows from 100 ms to 5 s.
-func backoff(attempt int) time.Duration {
-	return min(100*time.Millisecond<<min(attempt-1, 6), 5*time.Second)
-}
-
-// sleep waits d, or returns false when ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/run"
 	"github.com/partnerstream/partnerstream/internal/store/chstore"
 )
 
@@ -297,7 +298,7 @@ func (c *consumer[T]) fetchLoop(ctx context.Context, partition int, offset int64
 			failures++
 			c.setFailure(fmt.Errorf("kafka: fetch %s/%d: %w", c.topic, partition, err))
 			c.log.Warn("fetch failed; retrying", "partition", partition, "err", err)
-			sleep(ctx, backoff(failures))
+			run.Sleep(ctx, run.Backoff(failures))
 			continue
 		}
 		if failures > 0 {
@@ -430,7 +431,7 @@ func (c *consumer[T]) writeRetrying(ctx context.Context, recs []T, final bool) (
 		flushErrors.WithLabelValues(c.topic).Inc()
 		c.setFailure(fmt.Errorf("clickhouse: write %s: %w", c.topic, err))
 		c.log.Error("writing a batch failed", "attempt", attempt, "err", err)
-		if final || !sleep(ctx, backoff(attempt)) {
+		if final || !run.Sleep(ctx, run.Backoff(attempt)) {
 			return WriteResult{}, err
 		}
 	}
@@ -452,22 +453,4 @@ func (c *consumer[T]) check() error {
 		return nil
 	}
 	return fmt.Errorf("%s: failing since %s: %w", c.topic, c.failedAt.UTC().Format(time.RFC3339), c.failure)
-}
-
-// backoff grows from 100 ms to 5 s.
-func backoff(attempt int) time.Duration {
-	d := 100 * time.Millisecond << min(attempt-1, 6)
-	return min(d, 5*time.Second)
-}
-
-// sleep waits d, or returns false when ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -128,3 +128,18 @@ func TestOpsHandlerServesMetricsWithBuildInfo(t *testing.T) {
 		}
 	}
 }
+
+func TestBackoffDoublesFrom100msUpTo5s(t *testing.T) {
+	cases := []struct {
+		attempt int
+		want    time.Duration
+	}{
+		{0, 100 * time.Millisecond}, {1, 100 * time.Millisecond}, {2, 200 * time.Millisecond},
+		{4, 800 * time.Millisecond}, {7, 5 * time.Second}, {1000, 5 * time.Second},
+	}
+	for _, c := range cases {
+		if got := Backoff(c.attempt); got != c.want {
+			t.Errorf("Backoff(%d) = %s, want %s", c.attempt, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,24 @@
+package run
+
+import (
+	"context"
+	"time"
+)
+
+// Backoff is the wait before retry number attempt (from 1) of a failing dependency: it
+// doubles from 100 ms up to 5 s.
+func Backoff(attempt int) time.Duration {
+	return min(100*time.Millisecond<<min(max(attempt, 1)-1, 6), 5*time.Second)
+}
+
+// Sleep waits d, or returns false as soon as ctx ends.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
