@@ -121,13 +121,6 @@ func (p *process) pid() int {
 	return p.cmd.Process.Pid
 }
 
-func (p *process) restart(readyWithin time.Duration) {
-	p.t.Helper()
-	p.kill()
-	p.start()
-	p.waitReady(readyWithin)
-}
-
 // tail returns the last n lines of the process's log.
 func (p *process) tail(n int) string {
 	b, _ := os.ReadFile(p.logPath)
