@@ -46,7 +46,7 @@ var transitions = map[string][]string{
 // Allowed returns the statuses a commission in status may move to.
 func Allowed(status string) []string { return slices.Clone(transitions[status]) }
 
-// MaxBulk is the most conversions one bulk approval takes.
+// MaxBulk is the most conversions one bulk approval or rejection takes.
 const MaxBulk = 100
 
 // MaxReason is the longest rejection or reversal reason, in characters.
@@ -91,7 +91,7 @@ var ErrInPayout = errors.New("the commission is in a pending payout")
 // ErrPaidByPayout: commissions become paid only when their payout is marked paid.
 var ErrPaidByPayout = errors.New("a commission becomes paid only through its payout")
 
-// Failure is why one conversion of a bulk approval could not be approved.
+// Failure is why one conversion of a bulk approval or rejection could not change.
 type Failure struct {
 	ID      string
 	Code    string // not_found or invalid_transition
@@ -100,7 +100,10 @@ type Failure struct {
 }
 
 // BulkError lists every conversion of a bulk request that failed; nothing was changed.
-type BulkError struct{ Failures []Failure }
+type BulkError struct {
+	To       string // the status asked for: approved or rejected
+	Failures []Failure
+}
 
 func (e *BulkError) Error() string {
 	return fmt.Sprintf("%d of the conversions cannot change; nothing was changed", len(e.Failures))
@@ -243,6 +246,19 @@ func checkReason(reason string) error {
 // or nothing. When any cannot be approved, nothing changes and the error is a *BulkError
 // listing each failure.
 func (s *Service) ApproveMany(ctx context.Context, advertiserID string, conversionIDs []string) ([]Conversion, error) {
+	return s.changeMany(ctx, advertiserID, conversionIDs, Approved, "")
+}
+
+// RejectMany rejects up to MaxBulk conversions of the advertiser, keeping the same reason for
+// each, like ApproveMany: all or nothing, a *BulkError listing each failure.
+func (s *Service) RejectMany(ctx context.Context, advertiserID string, conversionIDs []string, reason string) ([]Conversion, error) {
+	return s.changeMany(ctx, advertiserID, conversionIDs, Rejected, reason)
+}
+
+// changeMany moves the commissions of the advertiser's conversions to status to in one
+// transaction, and returns them in the order of conversionIDs. Every id is checked before
+// anything changes, so that a failure lists them all.
+func (s *Service) changeMany(ctx context.Context, advertiserID string, conversionIDs []string, to, reason string) ([]Conversion, error) {
 	if len(conversionIDs) == 0 || len(conversionIDs) > MaxBulk {
 		return nil, invalid("ids", "must hold 1 to %d conversion ids", MaxBulk)
 	}
@@ -252,6 +268,9 @@ func (s *Service) ApproveMany(ctx context.Context, advertiserID string, conversi
 			return nil, invalid("ids", "lists %s twice", id)
 		}
 		seen[id] = true
+	}
+	if err := checkReason(reason); err != nil {
+		return nil, err
 	}
 	var out []Conversion
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
@@ -268,17 +287,17 @@ func (s *Service) ApproveMany(ctx context.Context, advertiserID string, conversi
 			switch c, ok := byID[id]; {
 			case !ok:
 				failures = append(failures, Failure{ID: id, Code: "not_found"})
-			case !slices.Contains(transitions[c.Commission.Status], Approved):
+			case !slices.Contains(transitions[c.Commission.Status], to):
 				failures = append(failures, Failure{ID: id, Code: "invalid_transition", Status: c.Commission.Status, Allowed: Allowed(c.Commission.Status)})
 			}
 		}
 		if failures != nil {
-			return &BulkError{Failures: failures}
+			return &BulkError{To: to, Failures: failures}
 		}
 		now := s.now()
 		out = make([]Conversion, len(conversionIDs))
 		for i, id := range conversionIDs {
-			if err := move(ctx, tx, byID[id], Approved, "", now); err != nil {
+			if err := move(ctx, tx, byID[id], to, reason, now); err != nil {
 				return err
 			}
 			out[i] = *byID[id]
@@ -286,7 +305,7 @@ func (s *Service) ApproveMany(ctx context.Context, advertiserID string, conversi
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("approve conversions: %w", err)
+		return nil, fmt.Errorf("%s conversions: %w", to, err)
 	}
 	return out, nil
 }

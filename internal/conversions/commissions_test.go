@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,58 +159,111 @@ func assertEvents(t *testing.T, got []outboxEvent, previous string, c conversion
 	}
 }
 
-func TestBulkApprovalIsAllOrNothing(t *testing.T) {
+func TestBulkDecisionsAreAllOrNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	var pending []string
-	for range 3 {
-		pending = append(pending, e.inStatus(t, conversions.Pending).ID)
-	}
-	rejected := e.inStatus(t, conversions.Rejected)
-	missing := ids.New(ids.Conversion)
+	for _, tc := range []struct {
+		name    string
+		to      string
+		blocked string // a status that cannot become to
+		reason  string
+		decide  func(ids []string) ([]conversions.Conversion, error)
+	}{
+		{"approving many", conversions.Approved, conversions.Rejected, "", func(ids []string) ([]conversions.Conversion, error) {
+			return e.svc.ApproveMany(ctx, e.adv, ids)
+		}},
+		{"rejecting many", conversions.Rejected, conversions.Approved, "fraud ring", func(ids []string) ([]conversions.Conversion, error) {
+			return e.svc.RejectMany(ctx, e.adv, ids, "fraud ring")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pending []string
+			for range 3 {
+				pending = append(pending, e.inStatus(t, conversions.Pending).ID)
+			}
+			blocked := e.inStatus(t, tc.blocked)
+			foreign := e.inStatus(t, conversions.Pending)
+			other := e.company(t, "advertiser")
+			missing := ids.New(ids.Conversion)
+			written := func() int {
+				return e.count(t, `SELECT count(*) FROM outbox WHERE aggregate_id = ANY($1)`, append(slices.Clone(pending), foreign.ID))
+			}
+			before := written()
 
-	_, err := e.svc.ApproveMany(ctx, e.adv, append(slices.Clone(pending), rejected.ID, missing))
-	var be *conversions.BulkError
-	if !errors.As(err, &be) {
-		t.Fatalf("ApproveMany = %v, want a BulkError", err)
-	}
-	want := []conversions.Failure{
-		{ID: rejected.ID, Code: "invalid_transition", Status: conversions.Rejected, Allowed: []string{}},
-		{ID: missing, Code: "not_found"},
-	}
-	if len(be.Failures) != 2 || be.Failures[0].ID != want[0].ID || be.Failures[0].Code != want[0].Code ||
-		be.Failures[0].Status != want[0].Status || be.Failures[1].ID != want[1].ID || be.Failures[1].Code != want[1].Code {
-		t.Fatalf("failures %+v, want %+v", be.Failures, want)
-	}
-	if n := e.count(t, `SELECT count(*) FROM commissions WHERE status = 'approved'`); n != 0 {
-		t.Fatalf("%d commissions approved by a failed bulk request", n)
-	}
-	if n := e.count(t, `SELECT count(*) FROM outbox WHERE type = 'conversion.approved'`); n != 0 {
-		t.Fatalf("%d approval events written by a failed bulk request", n)
-	}
+			_, err := tc.decide(append(slices.Clone(pending), blocked.ID, missing))
+			var be *conversions.BulkError
+			if !errors.As(err, &be) || be.To != tc.to {
+				t.Fatalf("= %v, want a BulkError to %s", err, tc.to)
+			}
+			want := []conversions.Failure{
+				{ID: blocked.ID, Code: "invalid_transition", Status: tc.blocked, Allowed: conversions.Allowed(tc.blocked)},
+				{ID: missing, Code: "not_found"},
+			}
+			if len(be.Failures) != 2 || be.Failures[0].ID != want[0].ID || be.Failures[0].Code != want[0].Code ||
+				be.Failures[0].Status != want[0].Status || !slices.Equal(be.Failures[0].Allowed, want[0].Allowed) ||
+				be.Failures[1].ID != want[1].ID || be.Failures[1].Code != want[1].Code {
+				t.Fatalf("failures %+v, want %+v", be.Failures, want)
+			}
+			if n := e.count(t, `SELECT count(*) FROM commissions WHERE conversion_id = ANY($1) AND status <> 'pending'`, pending); n != 0 {
+				t.Fatalf("%d commissions changed by a failed bulk request", n)
+			}
+			if n := written() - before; n != 0 {
+				t.Fatalf("%d events written by a failed bulk request", n)
+			}
 
-	got, err := e.svc.ApproveMany(ctx, e.adv, pending)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range got {
-		if c.ID != pending[i] || c.Commission.Status != conversions.Approved || c.Commission.Version != 2 {
-			t.Fatalf("result %d: %s %s v%d", i, c.ID, c.Commission.Status, c.Commission.Version)
-		}
-		assertEvents(t, e.outboxFor(t, c.ID)[2:], conversions.Pending, c)
-	}
+			// Another advertiser's conversion is not found, and stays pending.
+			_, err = e.svc.RejectMany(ctx, other, []string{foreign.ID}, "")
+			if !errors.As(err, &be) || len(be.Failures) != 1 || be.Failures[0].Code != "not_found" {
+				t.Fatalf("another advertiser's decision = %v, want its id not found", err)
+			}
+			if _, err = e.svc.ApproveMany(ctx, other, []string{foreign.ID}); !errors.As(err, &be) || be.Failures[0].Code != "not_found" {
+				t.Fatalf("another advertiser's decision = %v, want its id not found", err)
+			}
+			if n := written() - before; n != 0 {
+				t.Fatalf("%d events written for another advertiser's decision", n)
+			}
 
-	tooMany := make([]string, conversions.MaxBulk+1)
-	for i := range tooMany {
-		tooMany[i] = ids.New(ids.Conversion)
+			got, err := tc.decide(pending)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(pending) {
+				t.Fatalf("%d results for %d ids", len(got), len(pending))
+			}
+			for i, c := range got {
+				if c.ID != pending[i] || c.Commission.Status != tc.to || c.Commission.Reason != tc.reason || c.Commission.Version != 2 {
+					t.Fatalf("result %d: %s %s %q v%d", i, c.ID, c.Commission.Status, c.Commission.Reason, c.Commission.Version)
+				}
+				stored, err := e.svc.Get(ctx, conversions.Viewer{CompanyID: e.adv}, c.ID)
+				if err != nil || stored.Commission.Status != tc.to || stored.Commission.Reason != tc.reason {
+					t.Fatalf("stored %s %q (%v), want %s %q", stored.Commission.Status, stored.Commission.Reason, err, tc.to, tc.reason)
+				}
+				assertEvents(t, e.outboxFor(t, c.ID)[2:], conversions.Pending, c)
+			}
+
+			tooMany := make([]string, conversions.MaxBulk+1)
+			for i := range tooMany {
+				tooMany[i] = ids.New(ids.Conversion)
+			}
+			for name, list := range map[string][]string{"none": nil, "101": tooMany, "a duplicate": {pending[0], pending[0]}} {
+				var inv *conversions.InvalidError
+				if _, err := tc.decide(list); !errors.As(err, &inv) || inv.Field != "ids" {
+					t.Errorf("%s: %v, want an invalid ids", name, err)
+				}
+			}
+		})
 	}
-	for name, list := range map[string][]string{"none": nil, "101": tooMany, "a duplicate": {pending[0], pending[0]}} {
+	t.Run("a bulk rejection's reason is checked like one rejection's", func(t *testing.T) {
+		c := e.inStatus(t, conversions.Pending)
 		var inv *conversions.InvalidError
-		if _, err := e.svc.ApproveMany(ctx, e.adv, list); !errors.As(err, &inv) || inv.Field != "ids" {
-			t.Errorf("%s: %v, want an invalid ids", name, err)
+		if _, err := e.svc.RejectMany(ctx, e.adv, []string{c.ID}, strings.Repeat("x", conversions.MaxReason+1)); !errors.As(err, &inv) || inv.Field != "reason" {
+			t.Fatalf("RejectMany with a long reason = %v, want an invalid reason", err)
 		}
-	}
+		if stored, _ := e.svc.Get(ctx, conversions.Viewer{CompanyID: e.adv}, c.ID); stored.Commission.Status != conversions.Pending {
+			t.Fatalf("a refused rejection left %s", stored.Commission.Status)
+		}
+	})
 }
 
 func TestPendingCommissionsAreApprovedAfterTheHold(t *testing.T) {

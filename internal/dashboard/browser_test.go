@@ -376,10 +376,10 @@ func (b *browser) flashSays(what string) {
 var partnerWords = map[string]map[string]string{
 	"en": {"apply": "Apply", "approve": "Approve", "reject": "Reject", "mark_paid": "Mark paid", "mark_failed": "Mark failed", "cancel": "Cancel payout",
 		"promotions": "Promotions", "edit": "Edit", "promotion_saved": "Promotion saved.", "pause": "Pause", "resume": "Resume",
-		"bulk_approved": "2 commissions approved."},
+		"bulk_approved": "2 commissions approved.", "bulk_rejected": "2 commissions rejected."},
 	"es": {"apply": "Solicitar", "approve": "Aprobar", "reject": "Rechazar", "mark_paid": "Marcar como pagado", "mark_failed": "Marcar como fallido", "cancel": "Cancelar pago",
 		"promotions": "Promociones", "edit": "Editar", "promotion_saved": "Promoción guardada.", "pause": "Pausar", "resume": "Reanudar",
-		"bulk_approved": "2 comisiones aprobadas."},
+		"bulk_approved": "2 comisiones aprobadas.", "bulk_rejected": "2 comisiones rechazadas."},
 }
 
 // TestBrowserPartnerJourney walks a brand and an affiliate through the rest of the
@@ -467,11 +467,14 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			aff.clickRow("#links", "newsletter", w["resume"])
 			aff.waitFor("the active link", `document.querySelector('#links .badge.active') && !document.querySelector('#links .badge.paused')`)
 
-			// Four orders through the link: one approved on its own, two approved at once, one
-			// rejected.
+			// Six orders through the link: one approved on its own, two approved at once, two
+			// rejected at once, one rejected on its own.
 			key := adv.createAPIKey("shop server")
 			// (No order id is a part of another: rows are found by their text.)
-			orders := []string{"sneaker-" + lang + "-1", "sneaker-" + lang + "-2", "sneaker-" + lang + "-3", "sneaker-" + lang + "-4"}
+			var orders []string
+			for i := range 6 {
+				orders = append(orders, fmt.Sprintf("sneaker-%s-%d", lang, i+1))
+			}
 			for _, o := range orders {
 				clickID := s.click(t, code)
 				s.eventually(t, "the conversion is registered", func() (bool, string) {
@@ -489,8 +492,15 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			adv.click("#bulk-approve")
 			adv.flashSays(w["bulk_approved"])
 			adv.waitFor("the commissions approved at once", `document.querySelectorAll('#conversions .badge.approved').length === 3`)
-			adv.clickRow("#conversions", orders[3], w["reject"])
-			adv.waitFor("the rejected commission", `document.querySelector('#conversions .badge.rejected')`)
+			for _, o := range orders[3:5] {
+				adv.rowControl("#conversions", o, `input[type=checkbox]`)
+			}
+			adv.waitFor("the selection", `!document.getElementById('bulk-reject').disabled`)
+			adv.click("#bulk-reject")
+			adv.flashSays(w["bulk_rejected"])
+			adv.waitFor("the commissions rejected at once", `document.querySelectorAll('#conversions .badge.rejected').length === 2`)
+			adv.clickRow("#conversions", orders[5], w["reject"])
+			adv.waitFor("the rejected commission", `document.querySelectorAll('#conversions .badge.rejected').length === 3`)
 			if n := adv.count(`#conversions .badge.pending`); n != 0 {
 				t.Fatalf("%d commissions still pending, want none", n)
 			}

@@ -26,6 +26,7 @@ type ConversionService interface {
 	Commissions(ctx context.Context, v conversions.Viewer, f conversions.Filter, p page.Request) ([]conversions.Commission, string, error)
 	ChangeStatus(ctx context.Context, advertiserID, conversionID, to, reason string) (conversions.Conversion, error)
 	ApproveMany(ctx context.Context, advertiserID string, conversionIDs []string) ([]conversions.Conversion, error)
+	RejectMany(ctx context.Context, advertiserID string, conversionIDs []string, reason string) ([]conversions.Conversion, error)
 }
 
 // conversionsRetryAfter is the Retry-After of a click that ingestion has not recorded yet.
@@ -33,7 +34,7 @@ const conversionsRetryAfter = "2"
 
 // MountConversions adds the conversion and commission routes: registering, reading and
 // deciding in /api/v1, reading commissions in the partner API, and the dashboard's lists and
-// decisions (with bulk approval). Advertisers see their programs' conversions; affiliates
+// decisions (with bulk approval and rejection). Advertisers see their programs' conversions; affiliates
 // see their own (without the advertiser's metadata).
 func (s *Server) MountConversions(svc ConversionService) {
 	register := func(c *fiber.Ctx) error {
@@ -120,22 +121,38 @@ func (s *Server) MountConversions(svc ConversionService) {
 			return c.JSON(conversionView(conv, true))
 		})
 	}
-	bulk := s.Idempotent(func(c *fiber.Ctx) error {
+	// bulk answers a bulk decision: decide reads the body and calls the service.
+	bulk := func(decide func(c *fiber.Ctx) ([]conversions.Conversion, error)) fiber.Handler {
+		return s.Idempotent(func(c *fiber.Ctx) error {
+			list, err := decide(c)
+			if err != nil {
+				return conversionsProblem(c, err)
+			}
+			out := make([]conversionJSON, len(list))
+			for i, conv := range list {
+				out[i] = conversionView(conv, true)
+			}
+			return c.JSON(fiber.Map{"data": out})
+		})
+	}
+	approveMany := bulk(func(c *fiber.Ctx) ([]conversions.Conversion, error) {
 		var in struct {
 			IDs []string `json:"ids"`
 		}
 		if err := DecodeJSON(c, &in); err != nil {
-			return err
+			return nil, err
 		}
-		list, err := svc.ApproveMany(c.UserContext(), Caller(c).CompanyID, in.IDs)
-		if err != nil {
-			return conversionsProblem(c, err)
+		return svc.ApproveMany(c.UserContext(), Caller(c).CompanyID, in.IDs)
+	})
+	rejectMany := bulk(func(c *fiber.Ctx) ([]conversions.Conversion, error) {
+		var in struct {
+			IDs    []string `json:"ids"`
+			Reason string   `json:"reason"`
 		}
-		out := make([]conversionJSON, len(list))
-		for i, conv := range list {
-			out[i] = conversionView(conv, true)
+		if err := DecodeJSON(c, &in); err != nil {
+			return nil, err
 		}
-		return c.JSON(fiber.Map{"data": out})
+		return svc.RejectMany(c.UserContext(), Caller(c).CompanyID, in.IDs, strings.TrimSpace(in.Reason))
 	})
 
 	s.app.Post("/api/v1/conversions", conversionsAdvertiserOnly, s.Idempotent(register))
@@ -146,7 +163,8 @@ func (s *Server) MountConversions(svc ConversionService) {
 	s.app.Get("/api/conversions", list)
 	s.app.Get("/api/conversions/:id", get)
 	s.app.Get("/api/commissions", commissions)
-	s.app.Post("/api/conversions/approve", conversionsAdvertiserOnly, bulk)
+	s.app.Post("/api/conversions/approve", conversionsAdvertiserOnly, approveMany)
+	s.app.Post("/api/conversions/reject", conversionsAdvertiserOnly, rejectMany)
 	for action, to := range map[string]string{"approve": conversions.Approved, "reject": conversions.Rejected, "reverse": conversions.Reversed} {
 		s.app.Post("/api/v1/conversions/:id/"+action, conversionsAdvertiserOnly, change(to))
 		s.app.Post("/api/conversions/:id/"+action, conversionsAdvertiserOnly, change(to))
@@ -332,7 +350,7 @@ func conversionsNull(s string) *string {
 	return &s
 }
 
-// bulkFailureJSON is one entry of a failed bulk approval's "failures".
+// bulkFailureJSON is one entry of a failed bulk decision's "failures".
 type bulkFailureJSON struct {
 	ID      string   `json:"id"`
 	Code    string   `json:"code"`
@@ -358,7 +376,11 @@ func conversionsProblem(c *fiber.Ctx, err error) error {
 		for i, f := range bulk.Failures {
 			failures[i] = bulkFailureJSON{ID: f.ID, Code: f.Code, Status: f.Status, Allowed: f.Allowed}
 		}
-		return NewProblem(fiber.StatusConflict, "bulk_approval_failed", bulk.Error()).With("failures", failures)
+		code := "bulk_approval_failed"
+		if bulk.To == conversions.Rejected {
+			code = "bulk_rejection_failed"
+		}
+		return NewProblem(fiber.StatusConflict, code, bulk.Error()).With("failures", failures)
 	case errors.Is(err, conversions.ErrNotFound):
 		return NewProblem(fiber.StatusNotFound, "not_found", "no such conversion, payout or program")
 	case errors.Is(err, conversions.ErrUnknownClick):

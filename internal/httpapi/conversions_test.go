@@ -389,6 +389,127 @@ func TestDecidingAndReadingConversions(t *testing.T) {
 	}
 }
 
+// TestRejectingConversionsInBulk mirrors the bulk approval: all or nothing, each failure
+// named, another advertiser's ids not found and left alone, advertisers only, idempotent.
+func TestRejectingConversionsInBulk(t *testing.T) {
+	f := newConversionsFixture(t)
+	ctx := context.Background()
+	dash := f.dashboard(t, "advertiser", "member")
+	id := func(m map[string]any) string { return m["id"].(string) }
+	a, b, c := id(f.register(t, "a", "10.00")), id(f.register(t, "b", "20.00")), id(f.register(t, "c", "30.00"))
+	if r := f.do(t, "POST", "/api/conversions/"+c+"/approve", dash, ""); r.status != 200 {
+		t.Fatalf("approve: %d %s", r.status, r.raw)
+	}
+
+	// Another advertiser with a program the fixture's affiliate promotes, and a conversion.
+	otherKey := f.otherAdvertiserKey(t)
+	other, err := f.ids.LookupKey(ctx, auth.HashKey(otherKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherProgram := f.newProgram(t, other.CompanyID, "EUR")
+	r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": otherKey},
+		fmt.Sprintf(`{"click_id": %q, "external_id": "theirs"}`, f.clicks(t, otherProgram, time.Now().Add(-time.Hour), 1)[0]))
+	if r.status != 201 {
+		t.Fatalf("register theirs: %d %s", r.status, r.raw)
+	}
+	theirs := id(r.body)
+
+	body := func(reason string, convs ...string) string {
+		ids, _ := json.Marshal(convs)
+		return fmt.Sprintf(`{"ids": %s, "reason": %q}`, ids, reason)
+	}
+	for _, tc := range []struct {
+		name     string
+		body     string
+		failures map[string]string // id -> code
+	}{
+		{"another advertiser's conversion is not found and nothing is rejected", body("", a, theirs), map[string]string{theirs: "not_found"}},
+		{"an approved conversion is named with its status", body("", a, c), map[string]string{c: "invalid_transition"}},
+		{"an unknown conversion is not found", body("", a, ids.New(ids.Conversion)), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.do(t, "POST", "/api/conversions/reject", dash, tc.body)
+			if r.status != 409 || r.body["code"] != "bulk_rejection_failed" {
+				t.Fatalf("%d %s", r.status, r.raw)
+			}
+			failures := r.body["failures"].([]any)
+			if len(failures) != 1 {
+				t.Fatalf("failures %v", failures)
+			}
+			got := failures[0].(map[string]any)
+			for fid, code := range tc.failures {
+				if got["id"] != fid || got["code"] != code {
+					t.Fatalf("failure %v, want %s %s", got, fid, code)
+				}
+				if code == "invalid_transition" && (got["status"] != "approved" || fmt.Sprint(got["allowed"]) != "[paid reversed]") {
+					t.Fatalf("failure %v, want approved with [paid reversed]", got)
+				}
+			}
+			if tc.failures == nil && got["code"] != "not_found" {
+				t.Fatalf("failure %v, want not_found", got)
+			}
+		})
+	}
+	if r := f.do(t, "GET", "/api/v1/conversions/"+theirs, map[string]string{"x-api-key": otherKey}, ""); r.status != 200 ||
+		commissionOf(r.body)["status"] != "pending" {
+		t.Fatalf("another advertiser's conversion after the refusals: %d %s", r.status, r.raw)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		body    string
+		status  int
+	}{
+		{"an affiliate cannot reject", f.dashboard(t, "affiliate", "owner"), body("", a), 403},
+		{"an API key cannot use the dashboard route", map[string]string{"x-api-key": f.adv}, body("", a), 401},
+		{"no ids is invalid", dash, `{"ids": []}`, 400},
+		{"a repeated id is invalid", dash, body("", a, a), 400},
+		{"an unknown field is invalid", dash, `{"ids": [` + fmt.Sprintf("%q", a) + `], "why": "x"}`, 400},
+		{"a reason over 500 characters is invalid", dash, body(strings.Repeat("x", conversions.MaxReason+1), a), 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := f.do(t, "POST", "/api/conversions/reject", tc.headers, tc.body); r.status != tc.status {
+				t.Fatalf("%d %s, want %d", r.status, r.raw, tc.status)
+			}
+		})
+	}
+	if r := f.do(t, "GET", "/api/conversions?status=pending", dash, ""); !slices.Equal(listedIDs(r), []string{b, a}) {
+		t.Fatalf("pending after the refusals: %v, want %v", listedIDs(r), []string{b, a})
+	}
+
+	headers := map[string]string{"Authorization": dash["Authorization"], "Idempotency-Key": ids.New("idem")}
+	first := f.do(t, "POST", "/api/conversions/reject", headers, body("  chargeback  ", b, a))
+	if first.status != 200 {
+		t.Fatalf("reject: %d %s", first.status, first.raw)
+	}
+	data := first.body["data"].([]any)
+	if len(data) != 2 {
+		t.Fatalf("data %v", data)
+	}
+	for i, want := range []string{b, a} {
+		conv := data[i].(map[string]any)
+		if conv["id"] != want || commissionOf(conv)["status"] != "rejected" || commissionOf(conv)["reason"] != "chargeback" ||
+			commissionOf(conv)["version"] != float64(2) {
+			t.Fatalf("result %d: %v, want %s rejected for chargeback at v2", i, conv, want)
+		}
+	}
+	// The same request again is answered from the first, not refused as already rejected.
+	again := f.do(t, "POST", "/api/conversions/reject", headers, body("  chargeback  ", b, a))
+	if again.status != 200 || again.header.Get("Idempotent-Replayed") != "true" || again.raw != first.raw {
+		t.Fatalf("replay: %d %s", again.status, again.raw)
+	}
+	var events int
+	if err := f.db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE aggregate_id = ANY($1) AND type IN ('conversion.rejected', 'commission.status_changed')
+		AND envelope->'data'->>'status' = 'rejected'`, []string{a, b}).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if events != 4 {
+		t.Fatalf("%d rejection events, want conversion.rejected and commission.status_changed for each of 2", events)
+	}
+}
+
 func listedIDs(r response) []string {
 	var out []string
 	data, _ := r.body["data"].([]any)

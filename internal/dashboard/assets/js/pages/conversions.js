@@ -5,7 +5,8 @@ import { badge, clearFlash, flash, h, showError, table } from '../ui.js';
 const form = document.getElementById('filter-form');
 const container = document.getElementById('conversions');
 const more = document.getElementById('more');
-const bulk = document.getElementById('bulk-approve');
+const bulkApprove = document.getElementById('bulk-approve');
+const bulkReject = document.getElementById('bulk-reject');
 const count = document.getElementById('selected-count');
 const advertiser = boot.kind === 'advertiser';
 const canDecide = advertiser && boot.role !== 'member';
@@ -18,7 +19,7 @@ function query() {
 }
 
 function updateSelection() {
-  bulk.disabled = selected.size === 0;
+  bulkApprove.disabled = bulkReject.disabled = selected.size === 0;
   count.textContent = selected.size ? t('conversions.selected', { n: fmt.number(selected.size) }) : '';
 }
 
@@ -74,23 +75,46 @@ async function decide(c, action) {
   }
 }
 
-bulk.addEventListener('click', async () => {
+// The bulk decisions differ only in their route, their messages and the reason a rejection
+// asks for.
+const bulkDecisions = {
+  approve: {
+    done: (n) => t('conversions.bulk_approved', { n }),
+    failed: (n) => t('conversions.bulk_failed', { n }),
+  },
+  reject: {
+    reason: () => prompt(t('conversions.bulk_reject_reason')),
+    done: (n) => t('conversions.bulk_rejected', { n }),
+    failed: (n) => t('conversions.bulk_reject_failed', { n }),
+  },
+};
+
+async function decideMany(action) {
   clearFlash();
+  const d = bulkDecisions[action];
   const ids = [...selected];
+  const body = { ids };
+  if (d.reason) {
+    const reason = d.reason();
+    if (reason === null) return;
+    if (reason.trim()) body.reason = reason.trim();
+  }
   try {
-    await api.post('/api/conversions/approve', { ids });
-    flash(t('conversions.bulk_approved', { n: fmt.number(ids.length) }));
+    await api.post(`/api/conversions/${action}`, body);
+    flash(d.done(fmt.number(ids.length)));
     await load();
   } catch (err) {
     const failures = err.problem && err.problem.failures;
     if (failures) {
-      flash(t('conversions.bulk_failed', { n: fmt.number(failures.length) }), 'error');
+      flash(d.failed(fmt.number(failures.length)), 'error');
     } else {
       showError(err);
     }
   }
-});
+}
 
+bulkApprove.addEventListener('click', () => decideMany('approve'));
+bulkReject.addEventListener('click', () => decideMany('reject'));
 form.addEventListener('submit', (e) => { e.preventDefault(); clearFlash(); load(); });
 more.addEventListener('click', () => load(true));
 document.querySelectorAll('[data-advertiser-only]').forEach((el) => { el.hidden = !canDecide; });
