@@ -15,9 +15,17 @@ mkdir -p "$PS_CACHE/k8s" "$OUT"
 
 log() { echo "envtest: $*" >&2; }
 
+# reports_version BIN TEXT: BIN exists and its --version output contains TEXT. The output is
+# read whole: `| grep -q` would stop reading at the match, and under pipefail the writer's
+# SIGPIPE made a cached binary look stale and rebuilt it on every run.
+reports_version() {
+  local out
+  [ -x "$1" ] && out=$("$1" --version 2>/dev/null) && [[ $out == *"$2"* ]]
+}
+
 build_kube_apiserver() {
   local bin=$PS_CACHE/k8s/kube-apiserver
-  if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "v$KUBE_VERSION"; then
+  if reports_version "$bin" "v$KUBE_VERSION"; then
     return
   fi
   log "building kube-apiserver v$KUBE_VERSION from source (about 5 minutes the first time)"
@@ -54,7 +62,7 @@ GO
 
 build_etcd() {
   local bin=$PS_CACHE/k8s/etcd
-  if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "etcd Version: $ETCD_VERSION"; then
+  if reports_version "$bin" "etcd Version: $ETCD_VERSION"; then
     return
   fi
   log "building etcd v$ETCD_VERSION from source (about 1 minute the first time)"

@@ -485,20 +485,18 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			adv.open("/app/conversions")
 			adv.clickRow("#conversions", orders[0], w["approve"])
 			adv.waitFor("the approved commission", `document.querySelector('#conversions .badge.approved')`)
-			for _, o := range orders[1:3] {
-				adv.rowControl("#conversions", o, `input[type=checkbox]`)
+			// bulk selects the orders, presses the bulk button and waits for want badges.
+			bulk := func(selected []string, button, flash, badge string, want int) {
+				for _, o := range selected {
+					adv.rowControl("#conversions", o, `input[type=checkbox]`)
+				}
+				adv.waitFor("the selection", `!document.getElementById('`+button+`').disabled`)
+				adv.click("#" + button)
+				adv.flashSays(w[flash])
+				adv.waitFor("the commissions decided at once", fmt.Sprintf(`document.querySelectorAll('#conversions .badge.%s').length === %d`, badge, want))
 			}
-			adv.waitFor("the selection", `!document.getElementById('bulk-approve').disabled`)
-			adv.click("#bulk-approve")
-			adv.flashSays(w["bulk_approved"])
-			adv.waitFor("the commissions approved at once", `document.querySelectorAll('#conversions .badge.approved').length === 3`)
-			for _, o := range orders[3:5] {
-				adv.rowControl("#conversions", o, `input[type=checkbox]`)
-			}
-			adv.waitFor("the selection", `!document.getElementById('bulk-reject').disabled`)
-			adv.click("#bulk-reject")
-			adv.flashSays(w["bulk_rejected"])
-			adv.waitFor("the commissions rejected at once", `document.querySelectorAll('#conversions .badge.rejected').length === 2`)
+			bulk(orders[1:3], "bulk-approve", "bulk_approved", "approved", 3)
+			bulk(orders[3:5], "bulk-reject", "bulk_rejected", "rejected", 2)
 			adv.clickRow("#conversions", orders[5], w["reject"])
 			adv.waitFor("the rejected commission", `document.querySelectorAll('#conversions .badge.rejected').length === 3`)
 			if n := adv.count(`#conversions .badge.pending`); n != 0 {
