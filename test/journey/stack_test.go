@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -31,12 +30,9 @@ type stack struct {
 	chProxy *proxy
 	inbox   *testenv.Inbox
 
-	kafkaAddr string
-	baseURL   string
-	namespace string
-	// deliverAllow is the allow-list flag of deliver when it has one (see deliverWorks).
-	deliverAllow string
-
+	kafkaAddr                                string
+	baseURL                                  string
+	namespace                                string
 	broker, api, ingest, deliver, controller *process
 	metrics                                  map[string]string // component -> metrics address
 }
@@ -61,7 +57,6 @@ func newStack(t testing.TB) *stack {
 	s.pgProxy = newProxy(t, hostPort(t, pgURL))
 	s.chProxy = newProxy(t, chAddr)
 	proxiedPG := strings.Replace(pgURL, hostPort(t, pgURL), s.pgProxy.addr(), 1)
-	s.deliverAllow, _ = deliverAllowFlag(bin)
 
 	// The broker keeps its port and data across restarts.
 	s.kafkaAddr = freeAddr(t)
@@ -97,9 +92,8 @@ func newStack(t testing.TB) *stack {
 	})
 	ingest := concat(common("ingest"), ch, kafka, []string{"--ingest-batch-interval", "200ms"})
 	deliver := concat(common("deliver"), pg, kafka, supported(bin, "deliver", kubeFlags))
-	if s.deliverAllow != "" {
-		deliver = append(deliver, "--"+s.deliverAllow, deliverAllowValue())
-	}
+	// The receivers listen on loopback, which the SSRF guard refuses unless allow-listed.
+	deliver = append(deliver, "--egress-allow-cidrs", "127.0.0.0/8")
 	controller := concat(common("controller"), kubeFlags, []string{"--leader-elect=false"})
 
 	mk := func(name string, args []string) *process {
@@ -138,45 +132,6 @@ func (s *stack) migrate(pgURL string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		s.t.Fatalf("journey: partnerstream migrate: %v\n%s", err, out)
 	}
-}
-
-// deliverAllowFlag finds the operator allow-list flag of `partnerstream deliver` (the one that
-// lets it reach receivers on loopback): JOURNEY_DELIVER_ALLOW_FLAG names it, otherwise the
-// first flag in its --help whose name contains "allow".
-func deliverAllowFlag(bin string) (string, bool) {
-	if f := os.Getenv("JOURNEY_DELIVER_ALLOW_FLAG"); f != "" {
-		return strings.TrimPrefix(f, "--"), true
-	}
-	for _, f := range helpFlags(bin, "deliver") {
-		if strings.Contains(f, "allow") {
-			return f, true
-		}
-	}
-	return "", false
-}
-
-// deliverAllowValue is what the allow-list flag gets: loopback, where the receivers listen.
-func deliverAllowValue() string {
-	if v := os.Getenv("JOURNEY_DELIVER_ALLOW_VALUE"); v != "" {
-		return v
-	}
-	return "127.0.0.0/8"
-}
-
-// deliverWorks is the one switch of the webhook and postback parts: they run once
-// `partnerstream deliver` has its SSRF allow-list flag (the sign that delivery has landed).
-// Until then they skip on a laptop; under CI=true they fail, because CI must not pass by
-// skipping.
-func deliverWorks(t testing.TB) {
-	t.Helper()
-	if _, ok := deliverAllowFlag(filepath.Join(binaries(t), "partnerstream")); ok {
-		return
-	}
-	const msg = "partnerstream deliver has no allow-list flag yet (delivery is not written): webhook and postback checks need it"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 var (
