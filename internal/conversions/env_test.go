@@ -15,9 +15,9 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
-	"github.com/partnerstream/partnerstream/internal/store/chstore"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -49,15 +49,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	addr, chDB := testenv.ClickHouse(t)
-	ch, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: chDB})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
-	if err := chstore.Migrate(ctx, ch, chDB, quiet); err != nil {
-		t.Fatal(err)
-	}
+	_, chDB, ch := chtest.Migrated(t)
 	e := &env{db: db, ch: ch, chDB: chDB, ids: identity.NewStore(db), clock: testenv.NewClock()}
 	e.clock.Set(time.Now().UTC().Truncate(time.Second))
 	e.svc = conversions.New(db, conversions.NewClickHouseClicks(ch, chDB), conversions.Options{Now: e.clock.Now})

@@ -38,8 +38,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/signin"
 	"github.com/partnerstream/partnerstream/internal/stats"
-	"github.com/partnerstream/partnerstream/internal/store/chstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 	"github.com/partnerstream/partnerstream/internal/tracking"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
@@ -93,15 +93,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	_, db := pgtest.Migrated(t)
-	chAddr, chDB := testenv.ClickHouse(t)
-	ch, err := chstore.Open(ctx, chstore.Config{Addr: chAddr, Database: chDB})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
-	if err := chstore.Migrate(ctx, ch, chDB, quiet); err != nil {
-		t.Fatal(err)
-	}
+	_, chDB, ch := chtest.Migrated(t)
 	kcfg := kafka.Config{Brokers: testenv.Kafka(t), Partitions: 1, ReplicationFactor: 1, Retention: time.Hour, ClientID: "dashboard-test"}
 	if err := kafka.EnsureTopics(ctx, kcfg, kafka.TopicClicks, kafka.TopicEvents); err != nil {
 		t.Fatal(err)

@@ -20,8 +20,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/session"
-	"github.com/partnerstream/partnerstream/internal/store/chstore"
-	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 // conversionsFixture is newFixture with the conversion, payout and postback routes mounted,
@@ -39,15 +38,7 @@ func newConversionsFixture(t testing.TB) *conversionsFixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &conversionsFixture{fixture: newFixture(t)}
-	addr, db := testenv.ClickHouse(t)
-	ch, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
-	if err := chstore.Migrate(ctx, ch, db, quiet); err != nil {
-		t.Fatal(err)
-	}
+	_, db, ch := chtest.Migrated(t)
 	f.ch, f.chDB = ch, db
 	f.svc = conversions.New(f.db, conversions.NewClickHouseClicks(ch, db), conversions.Options{})
 	f.srv.MountConversions(f.svc)

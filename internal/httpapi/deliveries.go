@@ -377,18 +377,17 @@ func sampleEnvelope(p Principal, eventType string, now time.Time) events.Envelop
 		version = 2
 	}
 	program := ids.New(ids.Program)
-	if eventType == events.PartnershipCreated {
-		data, _ := json.Marshal(events.PartnershipData{ID: ids.New(ids.Partnership), Type: "partnership", Amount: money.Format(0, currency),
-			Status: "pending", Currency: currency, ProgramID: program, AffiliateID: aff, AdvertiserID: adv, CreatedAt: now.UTC().Truncate(time.Second)})
-		return events.Envelope{ID: ids.New(ids.Event), Type: eventType, OccurredAt: now.UTC().Truncate(time.Second), AdvertiserID: adv, AffiliateID: aff,
-			ProgramID: program, Data: data}
-	}
-	data, _ := json.Marshal(events.ConversionData{ // plain strings and times always encode
+	var sample any = events.ConversionData{
 		ID: ids.New(ids.Conversion), Type: "sale", Amount: money.Format(4250, currency), Status: status[0], PreviousStatus: status[1],
 		Currency: currency, CommissionID: ids.New(ids.Commission), CommissionAmount: money.Format(425, currency),
 		ProgramID: program, AffiliateID: aff, AdvertiserID: adv, LinkID: ids.New(ids.Link), ClickID: ids.New(ids.Click),
 		ExternalID: "order-1001", OccurredAt: now.Add(-time.Minute).UTC().Truncate(time.Second), Version: version,
-	})
+	}
+	if eventType == events.PartnershipCreated {
+		sample = events.PartnershipData{ID: ids.New(ids.Partnership), Type: "partnership", Amount: money.Format(0, currency),
+			Status: status[0], Currency: currency, ProgramID: program, AffiliateID: aff, AdvertiserID: adv, CreatedAt: now.UTC().Truncate(time.Second)}
+	}
+	data, _ := json.Marshal(sample) // plain strings and times always encode
 	return events.Envelope{ID: ids.New(ids.Event), Type: eventType, OccurredAt: now.UTC().Truncate(time.Second), AdvertiserID: adv, AffiliateID: aff,
 		ProgramID: program, Data: data}
 }

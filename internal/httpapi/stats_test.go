@@ -14,8 +14,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/ingest"
 	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/stats"
-	"github.com/partnerstream/partnerstream/internal/store/chstore"
-	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 // statsToday is "today" for the stats routes: the default range ends here.
@@ -33,15 +32,7 @@ func newStatsFixture(t *testing.T) *statsFixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &statsFixture{fixture: newFixture(t)}
-	addr, db := testenv.ClickHouse(t)
-	conn, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	if err := chstore.Migrate(ctx, conn, db, quiet); err != nil {
-		t.Fatal(err)
-	}
+	_, db, conn := chtest.Migrated(t)
 	f.srv.MountStats(stats.New(conn, db, stats.Options{Now: func() time.Time { return statsToday }}))
 	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.aff))
 	if err != nil {

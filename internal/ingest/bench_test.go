@@ -15,8 +15,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/stats"
-	"github.com/partnerstream/partnerstream/internal/store/chstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 // benchEvents is how many clicks the throughput benchmark moves.
@@ -36,16 +36,7 @@ func benchClick(i int, at time.Time) events.Click {
 // openBenchDB is a migrated database of its own.
 func openBenchDB(b *testing.B) *env {
 	b.Helper()
-	ctx := context.Background()
-	addr, db := testenv.ClickHouse(b)
-	conn, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = conn.Close() })
-	if err := chstore.Migrate(ctx, conn, db, nil); err != nil {
-		b.Fatal(err)
-	}
+	addr, db, conn := chtest.Migrated(b)
 	return &env{addr: addr, db: db, conn: conn}
 }
 

@@ -21,8 +21,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/stats"
-	"github.com/partnerstream/partnerstream/internal/store/chstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -45,15 +45,7 @@ type env struct {
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
-	addr, db := testenv.ClickHouse(t)
-	conn, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	if err := chstore.Migrate(ctx, conn, db, nil); err != nil {
-		t.Fatal(err)
-	}
+	addr, db, conn := chtest.Migrated(t)
 	cfg := kafka.Config{Brokers: testenv.Kafka(t), Partitions: 6, ReplicationFactor: 1, Retention: time.Hour, ClientID: "ingest-test"}
 	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicClicks, kafka.TopicEvents); err != nil {
 		t.Fatal(err)

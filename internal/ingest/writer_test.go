@@ -11,23 +11,13 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/stats"
-	"github.com/partnerstream/partnerstream/internal/store/chstore"
-	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 // newWriterDB is a migrated database without Kafka, for the writer alone.
 func newWriterDB(t *testing.T) (*Writer, *stats.Service) {
 	t.Helper()
-	ctx := context.Background()
-	addr, db := testenv.ClickHouse(t)
-	conn, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	if err := chstore.Migrate(ctx, conn, db, nil); err != nil {
-		t.Fatal(err)
-	}
+	_, db, conn := chtest.Migrated(t)
 	return NewWriter(conn, db), stats.New(conn, db, stats.Options{})
 }
 

@@ -12,8 +12,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/stats"
-	"github.com/partnerstream/partnerstream/internal/store/chstore"
-	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 const (
@@ -32,15 +31,7 @@ var benchFrom = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 // parts included. It reports p50 and p95 per grouping.
 func BenchmarkStats30Days(b *testing.B) {
 	ctx := context.Background()
-	addr, db := testenv.ClickHouse(b)
-	conn, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = conn.Close() })
-	if err := chstore.Migrate(ctx, conn, db, nil); err != nil {
-		b.Fatal(err)
-	}
+	_, db, conn := chtest.Migrated(b)
 	start := time.Now()
 	fill(b, conn, db)
 	b.Logf("inserted %d clicks and %d conversions in %s", benchClicks, benchConversions, time.Since(start).Round(time.Second))

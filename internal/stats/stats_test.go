@@ -12,8 +12,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ingest"
 	"github.com/partnerstream/partnerstream/internal/stats"
-	"github.com/partnerstream/partnerstream/internal/store/chstore"
-	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 var today = time.Date(2026, 6, 30, 18, 30, 0, 0, time.UTC)
@@ -97,15 +96,7 @@ func TestEPCAndConversionRate(t *testing.T) {
 func seeded(t *testing.T) *stats.Service {
 	t.Helper()
 	ctx := context.Background()
-	addr, db := testenv.ClickHouse(t)
-	conn, err := chstore.Open(ctx, chstore.Config{Addr: addr, Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	if err := chstore.Migrate(ctx, conn, db, nil); err != nil {
-		t.Fatal(err)
-	}
+	_, db, conn := chtest.Migrated(t)
 	w := ingest.NewWriter(conn, db)
 	var clicks []ingest.Click
 	add := func(n int, day, adv, aff, program, link string) {
@@ -125,7 +116,7 @@ func seeded(t *testing.T) *stats.Service {
 		return ingest.Conversion{EventID: "evt_" + id, ID: id, Version: 1, Status: status, Currency: currency, Amount: commission * 10,
 			Commission: commission, OccurredAt: date(day).Add(2 * time.Hour), AdvertiserID: adv, ProgramID: program, AffiliateID: aff, LinkID: link}
 	}
-	_, err = w.WriteConversions(ctx, []ingest.Conversion{
+	_, err := w.WriteConversions(ctx, []ingest.Conversion{
 		conv("cnv_1", "2026-06-10", "co_a", "co_x", "prg_a1", "lnk_a1x", "EUR", stats.Approved, 700),
 		conv("cnv_2", "2026-06-12", "co_a", "co_x", "prg_a2", "lnk_a2x", "EUR", stats.Pending, 300),
 		conv("cnv_3", "2026-06-10", "co_b", "co_x", "prg_b1", "lnk_b1x", "USD", stats.Paid, 900),

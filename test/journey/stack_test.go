@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -91,7 +90,7 @@ func newStack(t testing.TB) *stack {
 		"--webhook-secret-wait", "60s",
 	})
 	ingest := concat(common("ingest"), ch, kafka, []string{"--ingest-batch-interval", "200ms"})
-	deliver := concat(common("deliver"), pg, kafka, supported(bin, "deliver", kubeFlags))
+	deliver := concat(common("deliver"), pg, kafka, kubeFlags)
 	// The receivers listen on loopback, which the SSRF guard refuses unless allow-listed.
 	deliver = append(deliver, "--egress-allow-cidrs", "127.0.0.0/8")
 	controller := concat(common("controller"), kubeFlags, []string{"--leader-elect=false"})
@@ -132,44 +131,6 @@ func (s *stack) migrate(pgURL string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		s.t.Fatalf("journey: partnerstream migrate: %v\n%s", err, out)
 	}
-}
-
-var (
-	helpMu    sync.Mutex
-	helpCache = map[string][]string{}
-	flagRE    = regexp.MustCompile(`--([a-z0-9][a-z0-9-]*)`)
-)
-
-// helpFlags lists the flags a subcommand's --help shows.
-func helpFlags(bin, sub string) []string {
-	helpMu.Lock()
-	defer helpMu.Unlock()
-	if f, ok := helpCache[sub]; ok {
-		return f
-	}
-	out, _ := exec.Command(bin, sub, "--help").CombinedOutput()
-	var flags []string
-	for _, m := range flagRE.FindAllStringSubmatch(string(out), -1) {
-		flags = append(flags, m[1])
-	}
-	helpCache[sub] = flags
-	return flags
-}
-
-// supported keeps the flag/value pairs the subcommand knows (deliver takes the Kubernetes
-// settings only once it reads Webhook resources).
-func supported(bin, sub string, pairs []string) []string {
-	known := map[string]bool{}
-	for _, f := range helpFlags(bin, sub) {
-		known[f] = true
-	}
-	var out []string
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if known[strings.TrimPrefix(pairs[i], "--")] {
-			out = append(out, pairs[i], pairs[i+1])
-		}
-	}
-	return out
 }
 
 func concat(parts ...[]string) []string {
