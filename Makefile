@@ -83,7 +83,7 @@ fuzz: ## Short fuzz runs of the parsers (FUZZTIME each)
 	@bash hack/test.sh ./internal/session/ -run '^$$' -fuzz FuzzVerify -fuzztime $(FUZZTIME)
 	@bash hack/test.sh ./internal/magiccode/ -run '^$$' -fuzz FuzzNormalizeEmail -fuzztime $(FUZZTIME)
 	@for t in money:FuzzParse page:FuzzParse httpapi:FuzzDecodeJSON httpapi:FuzzQuery conversions:FuzzValidate \
-		conversions:FuzzCommissionAmount tracking:FuzzReadSegment tracking:FuzzEncodeClick tracking:FuzzBotMatcher \
+		conversions:FuzzCommissionAmount ingest:FuzzClickParser tracking:FuzzReadSegment tracking:FuzzEncodeClick tracking:FuzzBotMatcher \
 		webhooks/signing:FuzzKey webhooks/signing:FuzzSignHeaders; do \
 		bash hack/test.sh ./internal/$${t%%:*}/ -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) || exit 1; done
 

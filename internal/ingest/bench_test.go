@@ -65,8 +65,9 @@ func BenchmarkIngestThroughput(b *testing.B) {
 		raw := openBenchDB(b)
 		began := time.Now()
 		for off := 0; off < len(clicks); off += DefaultBatchSize {
-			var block clickBlock
-			for _, c := range clicks[off:min(off+DefaultBatchSize, len(clicks))] {
+			part := clicks[off:min(off+DefaultBatchSize, len(clicks))]
+			block := newClickBlock(len(part))
+			for _, c := range part {
 				block.add(c)
 			}
 			if err := block.insert(ctx, raw.conn, raw.db); err != nil {

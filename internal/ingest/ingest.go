@@ -9,6 +9,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	jsoniter "github.com/json-iterator/go"
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/partnerstream/partnerstream/internal/events"
@@ -105,9 +105,9 @@ func New(o Options) (*Service, error) {
 	w := NewWriter(o.ClickHouse, o.Database)
 	w.now = o.Now
 	s := &Service{}
-	s.clicks = newConsumer(s, o, kafka.TopicClicks, o.GroupPrefix+"-clicks", tableClicks, decodeClick, w.WriteClicks)
+	s.clicks = newConsumer(s, o, kafka.TopicClicks, o.GroupPrefix+"-clicks", tableClicks, newClickDecoder, w.planClicks)
 	s.consumers = []runner{s.clicks,
-		newConsumer(s, o, kafka.TopicEvents, o.GroupPrefix+"-events", tableConversions, decodeEvent, w.WriteConversions)}
+		newConsumer(s, o, kafka.TopicEvents, o.GroupPrefix+"-events", tableConversions, newEventDecoder, w.planConversions)}
 	if o.Health != nil {
 		conn, brokers := o.ClickHouse, o.Kafka.Brokers
 		o.Health.Add("clickhouse", func(ctx context.Context) error { return chstore.Ping(ctx, conn) })
@@ -146,21 +146,28 @@ func (s *Service) check(context.Context) error {
 	return errors.Join(errs...)
 }
 
-// decoder decodes every message. encoding/json took half of ingest's CPU; json-iterator, in
-// its mode compatible with encoding/json, reads the same values in half the time.
-var decoder = jsoniter.ConfigCompatibleWithStandardLibrary
+// A decoder decodes the messages of one partition; newDecoder makes one per fetcher, so a
+// decoder may keep buffers between messages.
+type decoder[T any] func(kafkago.Message) (T, bool, error)
 
-func decodeClick(m kafkago.Message) (Click, bool, error) {
-	c := Click{Partition: int32(m.Partition), Offset: m.Offset}
-	if err := decoder.Unmarshal(m.Value, &c.Click); err != nil {
-		return Click{}, true, fmt.Errorf("%w: click: %w", ErrInvalid, err)
+func newClickDecoder() decoder[Click] {
+	var p clickParser
+	return func(m kafkago.Message) (Click, bool, error) {
+		c := Click{Partition: int32(m.Partition), Offset: m.Offset}
+		var err error
+		if c.Click, err = p.parse(m.Value); err != nil {
+			return Click{}, true, fmt.Errorf("%w: click: %w", ErrInvalid, err)
+		}
+		return c, true, validClick(c.Click)
 	}
-	return c, true, validClick(c.Click)
 }
+
+// Domain events are few beside clicks, so they are decoded into their types by reflection.
+func newEventDecoder() decoder[Conversion] { return decodeEvent }
 
 func decodeEvent(m kafkago.Message) (Conversion, bool, error) {
 	var e events.Envelope
-	if err := decoder.Unmarshal(m.Value, &e); err != nil {
+	if err := json.Unmarshal(m.Value, &e); err != nil {
 		return Conversion{}, true, fmt.Errorf("%w: event: %w", ErrInvalid, err)
 	}
 	c, ok, err := ParseConversion(e)
@@ -170,9 +177,9 @@ func decodeEvent(m kafkago.Message) (Conversion, bool, error) {
 
 // Consumer group timings. A crashed replica's partitions move to the others after
 // sessionTimeout. When a generation ends, heartbeats stop until the replica rejoins, so it
-// must store and commit the batch in hand and rejoin within sessionTimeout, or the group
-// would go on without it while it still writes; it gives up on that batch after
-// finalWriteTimeout (the next owner redoes it) to stay well inside.
+// must store and commit the batches in hand and rejoin within sessionTimeout, or the group
+// would go on without it while it still writes; it gives up on them finalWriteTimeout after
+// the generation ended (the next owner redoes them) to stay well inside.
 const (
 	heartbeatInterval = time.Second
 	sessionTimeout    = 10 * time.Second
@@ -180,13 +187,16 @@ const (
 	finalWriteTimeout = 5 * time.Second
 )
 
+// A planner decides a batch's write (Writer.planClicks, Writer.planConversions).
+type planner[T any] func(ctx context.Context, recs []T, prev plan) (plan, error)
+
 // consumer moves one topic into ClickHouse as a member of its consumer group.
 //
 // It uses kafka-go's ConsumerGroup rather than the group Reader because the Reader cannot
 // tell its caller that a partition moved to another replica: a batch in hand would then be
 // written while the new owner re-reads the same messages from the last commit, and both
 // lookups could miss the other's rows. Here everything of a generation (one fetcher per
-// assigned partition, one batcher that writes and commits) runs inside it, and kafka-go
+// assigned partition, one batcher, one writer that stores and commits) runs inside it, and kafka-go
 // rejoins the group only once they have returned, so a partition changes hands only after
 // its last batch is stored and committed.
 type consumer[T any] struct {
@@ -197,8 +207,8 @@ type consumer[T any] struct {
 	kafka    kafka.Config
 	size     int
 	interval time.Duration
-	decode   func(kafkago.Message) (T, bool, error)
-	write    func(context.Context, []T) (WriteResult, error)
+	decoder  func() decoder[T]
+	plan     planner[T]
 	log      *slog.Logger
 	lag      *lagTracker
 
@@ -210,9 +220,9 @@ type consumer[T any] struct {
 }
 
 func newConsumer[T any](s *Service, o Options, topic, group, table string,
-	decode func(kafkago.Message) (T, bool, error), write func(context.Context, []T) (WriteResult, error)) *consumer[T] {
+	newDecoder func() decoder[T], plan planner[T]) *consumer[T] {
 	return &consumer[T]{svc: s, topic: topic, group: group, table: table, kafka: o.Kafka, size: o.BatchSize,
-		interval: o.BatchInterval, decode: decode, write: write,
+		interval: o.BatchInterval, decoder: newDecoder, plan: plan,
 		log: o.Log.With("topic", topic, "group", group), lag: newLagTracker(topic, o.Now)}
 }
 
@@ -288,6 +298,7 @@ func (c *consumer[T]) fetchLoop(ctx context.Context, partition int, offset int64
 		c.log.Error("cannot position the partition reader", "partition", partition, "offset", offset, "err", err)
 		return
 	}
+	decode := c.decoder()
 	failures := 0
 	for {
 		m, err := r.FetchMessage(ctx)
@@ -306,7 +317,7 @@ func (c *consumer[T]) fetchLoop(ctx context.Context, partition int, offset int64
 			c.setFailure(nil)
 		}
 		it := item[T]{msg: m}
-		it.rec, it.ok, it.invalid = c.decode(m)
+		it.rec, it.ok, it.invalid = decode(m)
 		it.msg.Key, it.msg.Value, it.msg.Headers = nil, nil, nil
 		select {
 		case out <- it:
@@ -323,8 +334,13 @@ type batch[T any] struct {
 	invalid  int
 }
 
+// maxPresized bounds the records a batch makes room for up front: growing the slice record
+// by record copied every click about four times, but a huge configured batch size should not
+// reserve its memory before any message arrives.
+const maxPresized = 16384
+
 func (c *consumer[T]) newBatch() *batch[T] {
-	return &batch[T]{records: make([]T, 0, min(c.size, 1024)), last: map[int]kafkago.Message{}}
+	return &batch[T]{records: make([]T, 0, min(c.size, maxPresized)), last: map[int]kafkago.Message{}}
 }
 
 func (c *consumer[T]) add(b *batch[T], it item[T]) {
@@ -341,53 +357,117 @@ func (c *consumer[T]) add(b *batch[T], it item[T]) {
 	}
 }
 
-// batchLoop writes a batch when it is full or when its first message has waited the
-// interval, one at a time and in order, and the batch in hand when the generation ends.
+// batchLoop closes a batch when it is full or when its first message has waited the
+// interval, and the batch in hand when the generation ends, and hands each to writeLoop.
 func (c *consumer[T]) batchLoop(ctx context.Context, gen *kafkago.Generation, in <-chan item[T]) {
+	batches := make(chan *batch[T], 1)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		c.writeLoop(ctx, gen, batches)
+	}()
+	defer func() {
+		close(batches)
+		<-stopped
+	}()
 	b := c.newBatch()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	flush := func(final bool) bool {
+	hand := func() bool {
 		timer.Stop()
-		ok := b.messages == 0 || c.flush(ctx, gen, b, final)
-		b = c.newBatch()
-		return ok
+		if b.messages == 0 {
+			return true
+		}
+		select {
+		case batches <- b:
+			b = c.newBatch()
+			return true
+		case <-stopped:
+			return false // a batch was not stored: committing later ones would skip it
+		}
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			flush(true)
+			hand()
 			return
 		case <-timer.C:
-			if !flush(false) {
-				return // not stored: committing later batches would skip it
+			if !hand() {
+				return
 			}
 		case it := <-in:
 			c.add(b, it)
 			if b.messages == 1 {
 				timer.Reset(c.interval)
 			}
-			if b.messages >= c.size && !flush(false) {
+			if b.messages >= c.size && !hand() {
 				return
 			}
 		}
 	}
 }
 
-// flush stores a batch and commits its offsets. It retries a failed write while the
-// generation lasts; final is the generation's last batch, which gets one bounded attempt.
-func (c *consumer[T]) flush(ctx context.Context, gen *kafkago.Generation, b *batch[T], final bool) bool {
+// writeLoop stores the batches in order and commits each one's offsets once it is stored.
+// It plans a batch (reads what is stored) while the batch before it is being inserted,
+// which a batch of clicks spends a third of its time on, given that batch's plan so that
+// the clicks it inserts count as stored. A batch is inserted only once the one before is
+// stored and committed; when one cannot be stored, the loop stops.
+//
+// Once the generation has ended, the batches in hand get finalWriteTimeout in all.
+func (c *consumer[T]) writeLoop(ctx context.Context, gen *kafkago.Generation, batches <-chan *batch[T]) {
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(finalWriteTimeout, cancel) })
+	defer stop()
+
+	var prev plan
+	var stored chan bool // the previous batch's outcome
+	for b := range batches {
+		p, err := c.retrying(ctx, wctx, func(ctx context.Context) (plan, error) { return c.plan(ctx, b.records, prev) })
+		if stored != nil && !<-stored {
+			return
+		}
+		if err != nil {
+			c.log.Warn("a batch was not stored; Kafka redelivers it to the partitions' next owner",
+				"messages", b.messages, "err", err)
+			return
+		}
+		stored = make(chan bool, 1)
+		go func(done chan<- bool) { done <- c.store(ctx, wctx, gen, b, p) }(stored)
+		prev = p
+	}
+	if stored != nil {
+		<-stored
+	}
+}
+
+// store applies a batch's plan and commits its offsets. A failed insert is planned and
+// applied again: it may have stored some rows, which the new plan then finds.
+func (c *consumer[T]) store(ctx, wctx context.Context, gen *kafkago.Generation, b *batch[T], p plan) bool {
 	start := time.Now()
-	res, err := c.writeRetrying(ctx, b.records, final)
+	p, err := c.retrying(ctx, wctx, func(ctx context.Context) (plan, error) {
+		if p == nil {
+			var err error
+			if p, err = c.plan(ctx, b.records, nil); err != nil {
+				return nil, err
+			}
+		}
+		if err := p.apply(ctx); err != nil {
+			p = nil
+			return nil, err
+		}
+		return p, nil
+	})
 	if err != nil {
 		c.log.Warn("a batch was not stored; Kafka redelivers it to the partitions' next owner",
 			"messages", b.messages, "err", err)
 		return false
 	}
+	res := p.result()
 	// The rows are queryable from here on, so the metrics say so before the commit.
-	for p, m := range b.last {
-		c.lag.observe(p, m.Offset, m.HighWaterMark, m.Time)
+	for part, m := range b.last {
+		c.lag.observe(part, m.Offset, m.HighWaterMark, m.Time)
 	}
 	c.lag.publish()
 	rowsTotal.WithLabelValues(c.table).Add(float64(res.Written))
@@ -398,8 +478,8 @@ func (c *consumer[T]) flush(ctx context.Context, gen *kafkago.Generation, b *bat
 		hook(c.topic, b.messages)
 	}
 	offsets := make(map[int]int64, len(b.last))
-	for p, m := range b.last {
-		offsets[p] = m.Offset + 1
+	for part, m := range b.last {
+		offsets[part] = m.Offset + 1
 	}
 	if err := gen.CommitOffsets(map[string]map[int]int64{c.topic: offsets}); err != nil {
 		// The rows are stored, so a redelivery of this batch is a no-op: nothing is lost.
@@ -415,24 +495,23 @@ func (c *consumer[T]) flush(ctx context.Context, gen *kafkago.Generation, b *bat
 // slow one stored.
 const writeTimeout = 30 * time.Second
 
-func (c *consumer[T]) writeRetrying(ctx context.Context, recs []T, final bool) (WriteResult, error) {
+// retrying runs f until it succeeds, with backoff, while the generation (ctx) lasts; each
+// attempt runs under wctx, which outlives the generation by finalWriteTimeout, so the last
+// attempt after the generation ended is bounded.
+func (c *consumer[T]) retrying(ctx, wctx context.Context, f func(context.Context) (plan, error)) (plan, error) {
 	for attempt := 1; ; attempt++ {
-		timeout := writeTimeout
-		if final || ctx.Err() != nil {
-			timeout = finalWriteTimeout
-		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		res, err := c.write(wctx, recs)
+		actx, cancel := context.WithTimeout(wctx, writeTimeout)
+		p, err := f(actx)
 		cancel()
 		if err == nil {
 			c.setFailure(nil)
-			return res, nil
+			return p, nil
 		}
 		flushErrors.WithLabelValues(c.topic).Inc()
 		c.setFailure(fmt.Errorf("clickhouse: write %s: %w", c.topic, err))
 		c.log.Error("writing a batch failed", "attempt", attempt, "err", err)
-		if final || !run.Sleep(ctx, run.Backoff(attempt)) {
-			return WriteResult{}, err
+		if !run.Sleep(ctx, run.Backoff(attempt)) {
+			return nil, err
 		}
 	}
 }

@@ -1,0 +1,169 @@
+package ingest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/partnerstream/partnerstream/internal/events"
+)
+
+// viaEncodingJSON is what encoding/json reads into events.Click, without the landing URL,
+// which the parser skips.
+func viaEncodingJSON(data []byte) (events.Click, error) {
+	var c events.Click
+	err := json.Unmarshal(data, &c)
+	c.LandingURL = ""
+	return c, err
+}
+
+func TestClickParserReadsWhatEncodingJSONReads(t *testing.T) {
+	full, err := json.Marshal(benchClick(3, time.Date(2026, 11, 22, 10, 4, 5, 123456789, time.UTC)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, json string
+	}{
+		{"a click as the redirect writes it", string(full)},
+		{"keys in another order, with every optional field",
+			`{"is_duplicate":true,"sub5":"e","sub4":"d","sub3":"c","sub2":"b","sub1":"a","promotion_id":"prm_1",` +
+				`"country":"ES","referrer":"https://r.example","user_agent":"UA","ip":"::1","advertiser_id":"co_a",` +
+				`"affiliate_id":"co_f","program_id":"prg_1","link_id":"lnk_1","occurred_at":"2026-01-02T03:04:05+01:00",` +
+				`"click_id":"clk_1","is_bot":true}`},
+		{"escaped strings", `{"click_id":"clk_\u00e9\"\\\/\n","user_agent":"Mozilla \u2028 \ud83d\ude00","referrer":"a\tb"}`},
+		{"null values leave fields empty", `{"click_id":null,"occurred_at":null,"is_bot":null,"sub1":null,"ip":"1.2.3.4"}`},
+		{"unknown and nested fields are skipped", `{"extra":{"a":[1,2,{"b":null}]},"click_id":"clk_2","n":1.5e3,"landing_url":"https://x"}`},
+		{"a repeated key keeps its last value", `{"click_id":"clk_1","click_id":"clk_2","is_bot":true,"is_bot":false}`},
+		{"an empty object", `{}`},
+		{"white space everywhere", " {\n\t\"click_id\" : \"clk_3\" ,\r\n \"is_bot\" : true } "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := viaEncodingJSON([]byte(tc.json))
+			if err != nil {
+				t.Fatalf("encoding/json refuses the case: %v", err)
+			}
+			var p clickParser
+			got, err := p.parse([]byte(tc.json))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("parsed\n%+v\nencoding/json reads\n%+v", got, want)
+			}
+		})
+	}
+}
+
+func TestClickParserRefusesWhatEncodingJSONRefuses(t *testing.T) {
+	for name, data := range map[string]string{
+		"not JSON":                      `{"click_id":`,
+		"an array":                      `[{"click_id":"clk_1"}]`,
+		"a number for a string":         `{"click_id":42}`,
+		"an object for a string":        `{"sub1":{"a":"b"}}`,
+		"a string for a flag":           `{"is_bot":"true"}`,
+		"a time that is not RFC 3339":   `{"occurred_at":"22/11/2026"}`,
+		"a number for the time":         `{"occurred_at":1700000000}`,
+		"trailing bytes after the body": `{"click_id":"clk_1"} x`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := viaEncodingJSON([]byte(data)); err == nil {
+				t.Fatalf("encoding/json accepts %s", data)
+			}
+			var p clickParser
+			if c, err := p.parse([]byte(data)); err == nil {
+				t.Errorf("parsed %s as %+v", data, c)
+			}
+		})
+	}
+}
+
+// A parser reused for many messages keeps nothing of one in the next.
+func TestClickParserReuseLeavesNoTrace(t *testing.T) {
+	var p clickParser
+	if _, err := p.parse([]byte(`{"click_id":"clk_1","sub1":"first","is_bot":true,"occurred_at":"2026-01-01T00:00:00Z"}`)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.parse([]byte(`{"click_id":"clk_2"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (events.Click{ClickID: "clk_2"}); got != want {
+		t.Errorf("second parse = %+v, want %+v", got, want)
+	}
+}
+
+// FuzzClickParser: whatever a message holds, the parser does not panic, and where
+// encoding/json reads the same input it reads the same click. Inputs outside the platform's
+// own encoding are not compared: keys that match a field only in another case (encoding/json
+// folds case), and invalid UTF-8 or lone surrogate escapes (encoding/json writes U+FFFD).
+func FuzzClickParser(f *testing.F) {
+	full, _ := json.Marshal(benchClick(3, time.Date(2026, 11, 22, 10, 4, 5, 0, time.UTC)))
+	f.Add(full)
+	f.Add([]byte(`{"click_id":"clk_\u00e9","is_bot":null,"x":[{}]}`))
+	f.Add([]byte(`{"occurred_at":"2026-01-02T03:04:05.5-07:00","sub1":"\ud83d\ude00"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var p clickParser
+		got, err := p.parse(data)
+		want, jerr := viaEncodingJSON(data)
+		if err != nil || jerr != nil || !comparable(data) {
+			return
+		}
+		if got != want {
+			t.Errorf("%s:\nparsed %+v\nencoding/json reads %+v", data, got, want)
+		}
+	})
+}
+
+func comparable(data []byte) bool {
+	if !utf8.Valid(data) || strings.Contains(strings.ToLower(string(data)), `\ud`) {
+		return false
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(data, &keys) != nil {
+		return false
+	}
+	fields := append([]string{"occurred_at", "is_bot", "is_duplicate", "landing_url"}, keysOf(clickStringKeys)...)
+	for k := range keys {
+		for _, f := range fields {
+			if k != f && strings.EqualFold(k, f) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func keysOf(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// BenchmarkDecodeClick: the parser beside encoding/json decoding the same click in the
+// same run.
+func BenchmarkDecodeClick(b *testing.B) {
+	body, _ := json.Marshal(benchClick(7, time.Now().UTC()))
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := viaEncodingJSON(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parser", func(b *testing.B) {
+		b.ReportAllocs()
+		var p clickParser
+		for range b.N {
+			if _, err := p.parse(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
