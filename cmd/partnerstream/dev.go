@@ -50,7 +50,7 @@ func newDevCmd() *cobra.Command {
 			tracking: config.Tracking{SpoolDir: ".local/spool"},
 			// dev's receivers usually run on the same machine.
 			egress: config.Egress{AllowCIDRs: []string{"127.0.0.0/8", "::1/128"}},
-			auth:     authSettings{session: config.Session{Optional: true, DevDefaults: true}},
+			auth:   authSettings{session: config.Session{Optional: true, DevDefaults: true}},
 		}
 		ctl config.Controller
 		ing config.Ingest
