@@ -231,3 +231,45 @@ func TestParseConversion(t *testing.T) {
 		})
 	}
 }
+
+// Ingest plans a batch while the one before it is still being inserted: what that batch
+// inserts must count as stored, although the lookup cannot see it yet.
+func TestAPlanCountsWhatThePlanBeforeItInsertsAsStored(t *testing.T) {
+	t.Parallel()
+	w, q := newWriterDB(t)
+	ctx := context.Background()
+
+	first, err := w.planClicks(ctx, []Click{click("clk_1"), click("clk_2")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := w.planClicks(ctx, []Click{click("clk_2"), click("clk_3")}, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := second.result(), (WriteResult{Written: 1, Duplicates: 1}); got != want {
+		t.Errorf("second click plan: %+v, want %+v", got, want)
+	}
+
+	pending, err := w.planConversions(ctx, []Conversion{conversion(1, stats.Pending)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approved, err := w.planConversions(ctx, []Conversion{conversion(1, stats.Pending), conversion(2, stats.Approved)}, pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := approved.result(), (WriteResult{Written: 1, Duplicates: 1}); got != want {
+		t.Errorf("second conversion plan: %+v, want %+v", got, want)
+	}
+
+	for _, p := range []plan{first, second, pending, approved} {
+		if err := p.apply(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := totals(t, q, stats.Day)[0]
+	if r.Clicks != 3 || r.Conversions.Total != 1 || r.Conversions.Approved != 1 || r.Conversions.Pending != 0 || r.Commission != 1000 {
+		t.Errorf("figures %+v, want 3 clicks and one approved conversion (commission 1000)", r)
+	}
+}
