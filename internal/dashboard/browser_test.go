@@ -484,7 +484,9 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			}
 			adv.open("/app/conversions")
 			adv.clickRow("#conversions", orders[0], w["approve"])
-			adv.waitFor("the approved commission", `document.querySelector('#conversions .badge.approved')`)
+			// The keyboard stays in the list, on the next pending commission's button.
+			adv.waitFor("the approved commission, and focus on the next one's approve button", `document.querySelector('#conversions .badge.approved')
+				&& document.activeElement.closest('#conversions tbody tr') && document.activeElement.textContent.trim() === '`+w["approve"]+`'`)
 			// bulk selects the orders, presses the bulk button and waits for want badges.
 			bulk := func(selected []string, button, flash, badge string, want int) {
 				for _, o := range selected {
@@ -498,7 +500,9 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			bulk(orders[1:3], "bulk-approve", "bulk_approved", "approved", 3)
 			bulk(orders[3:5], "bulk-reject", "bulk_rejected", "rejected", 2)
 			adv.clickRow("#conversions", orders[5], w["reject"])
-			adv.waitFor("the rejected commission", `document.querySelectorAll('#conversions .badge.rejected').length === 3`)
+			// With no button left in the list, the keyboard stays on the table.
+			adv.waitFor("the rejected commission, and focus on the table", `document.querySelectorAll('#conversions .badge.rejected').length === 3
+				&& document.activeElement === document.querySelector('#conversions table')`)
 			if n := adv.count(`#conversions .badge.pending`); n != 0 {
 				t.Fatalf("%d commissions still pending, want none", n)
 			}

@@ -65,6 +65,31 @@ export function table(container, columns, rows, { caption, empty } = {}) {
       columns.map((c) => h('td', { class: c.class, 'data-label': c.label }, c.render(r))))))));
 }
 
+// keepFocus is for a row's action that redraws its table: called before the action, it
+// returns what puts the keyboard back after the redraw, rather than leaving it at the top of
+// the page. Focus goes to the row's first button if it still has one (pause becomes resume),
+// else to the next row's that has one (a decided commission leaves the pending ones), else
+// the previous row's, else the table itself.
+export function keepFocus(container, id) {
+  const before = [...container.querySelectorAll('tbody tr')].map((tr) => tr.dataset.id);
+  const at = before.indexOf(id);
+  return () => {
+    const button = (tr) => tr && tr.querySelector('button:not(.copy)');
+    const rows = [...container.querySelectorAll('tbody tr')].filter(button);
+    const pos = (tr) => before.indexOf(tr.dataset.id);
+    const target = rows.find((tr) => tr.dataset.id === id)
+      || rows.find((tr) => pos(tr) > at)
+      || rows.filter((tr) => pos(tr) >= 0 && pos(tr) < at).pop();
+    if (target) {
+      button(target).focus();
+      return;
+    }
+    const table = container.querySelector('table') || container;
+    table.setAttribute('tabindex', '-1');
+    table.focus();
+  };
+}
+
 // copyButton copies a value to the clipboard and says so.
 export function wireCopy(root = document) {
   root.addEventListener('click', async (e) => {

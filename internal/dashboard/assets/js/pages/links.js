@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, busy, clearFlash, flash, h, showError, table } from '../ui.js';
+import { badge, busy, clearFlash, flash, h, keepFocus, showError, table } from '../ui.js';
 
 const affiliate = boot.kind === 'affiliate';
 const canWrite = boot.role !== 'member';
@@ -37,12 +37,12 @@ async function load() {
 
 async function toggle(l) {
   clearFlash();
+  const refocus = keepFocus(container, l.id);
   try {
     await api.post(`/api/tracking-links/${encodeURIComponent(l.id)}/${l.status === 'active' ? 'pause' : 'resume'}`);
     flash(l.status === 'active' ? t('links.paused') : t('links.resumed'));
     await load();
-    // The row was drawn again: keep the keyboard where it was, on the link's new button.
-    container.querySelector(`tr[data-id="${CSS.escape(l.id)}"] button:not(.copy)`)?.focus();
+    refocus();
   } catch (err) {
     showError(err);
   }
