@@ -18,6 +18,9 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
 // chromiumPath is Debian's Chromium (hack/deps.sh installs it).
@@ -684,6 +687,58 @@ func TestBrowserWebhookJourney(t *testing.T) {
 			b.flashSays(w["two_queued"])
 			b.waitInHistory(rcv.url, "the retried deliveries, delivered", fmt.Sprintf(
 				`document.querySelector('#deliveries tr[data-id=%q] .badge.succeeded') && document.querySelector('#deliveries tr[data-id=%q] .badge.succeeded')`, more[0], more[1]))
+		})
+	}
+}
+
+// TestBrowserSocialSignIn walks Google and LinkedIn sign-in in the browser, each provider a
+// local OpenID Connect provider on loopback that approves at once: a sign-up through Google
+// creates the company from the form, a later sign-in through LinkedIn with the same address
+// lands in the same account, and an address the provider has not verified is turned away
+// with the page's message.
+func TestBrowserSocialSignIn(t *testing.T) {
+	s := newStack(t, stackOptions{oidc: true})
+	notVerified := map[string]string{"en": "The provider has not verified your e-mail address.",
+		"es": "El proveedor no ha verificado tu dirección de correo."}
+	for _, lang := range []string{"en", "es"} {
+		t.Run("in "+lang, func(t *testing.T) {
+			b := newBrowser(t, s.base, lang, 1280, 900)
+			email := "social-" + lang + "@example.test"
+			company := "Social Brand " + lang
+			overview := `location.pathname === '/app' && document.querySelector('#chart-clicks svg')`
+
+			s.google.SetUser(testenv.OIDCUser{Subject: "g-" + lang, Email: email, EmailVerified: true, Name: "Ada " + lang})
+			b.open("/login")
+			b.run(chromedp.Click("#to-signup", chromedp.ByQuery),
+				chromedp.Click(`input[name=company_kind][value=advertiser]`, chromedp.ByQuery),
+				chromedp.SendKeys("#company_name", company, chromedp.ByQuery))
+			b.click(`a.oauth[data-provider=google]`)
+			b.waitFor("the overview after signing up with Google", overview)
+			u, err := s.ids.UserByEmail(context.Background(), email)
+			if err != nil {
+				t.Fatalf("no user after the Google sign-up: %v", err)
+			}
+			co, err := s.ids.CompanyByID(context.Background(), u.CompanyID)
+			if err != nil || co.Name != company || co.Kind != identity.Advertiser || u.Locale != lang {
+				t.Fatalf("company %+v (%v), user locale %q; want advertiser %q in %s", co, err, u.Locale, company, lang)
+			}
+
+			// LinkedIn sends email_verified as a string.
+			b.click("#logout")
+			b.waitFor("the sign-in page", `location.pathname === '/login'`)
+			s.linkedin.SetUser(testenv.OIDCUser{Subject: "li-" + lang, Email: email, EmailVerified: "true", Name: "Ada " + lang})
+			b.click(`a.oauth[data-provider=linkedin]`)
+			b.waitFor("the overview after signing in with LinkedIn", overview)
+			if again, err := s.ids.UserByEmail(context.Background(), email); err != nil || again.ID != u.ID {
+				t.Fatalf("LinkedIn signed in %+v (%v), want the Google sign-up's user %s", again, err, u.ID)
+			}
+
+			b.click("#logout")
+			b.waitFor("the sign-in page", `location.pathname === '/login'`)
+			s.google.SetUser(testenv.OIDCUser{Subject: "g2-" + lang, Email: "unverified-" + lang + "@example.test", EmailVerified: false})
+			b.click(`a.oauth[data-provider=google]`)
+			b.waitFor("the sign-in page again", `location.pathname === '/login'`)
+			b.flashSays(notVerified[lang])
 		})
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/links"
 	"github.com/partnerstream/partnerstream/internal/magiccode"
 	"github.com/partnerstream/partnerstream/internal/mailer"
+	"github.com/partnerstream/partnerstream/internal/oidclogin"
 	"github.com/partnerstream/partnerstream/internal/outbox"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/programs"
@@ -60,6 +61,8 @@ type stack struct {
 	ids   *identity.Store
 	prg   *programs.Service
 	lks   *links.Service
+
+	google, linkedin *testenv.Provider
 }
 
 // kube is the envtest control plane of the package's tests (nil without KUBEBUILDER_ASSETS:
@@ -73,6 +76,9 @@ type stackOptions struct {
 	// kube runs webhooks on the envtest control plane with the real controller, and the
 	// delivery workers deliver them.
 	kube bool
+	// oidc adds Google and LinkedIn sign-in, each a local OpenID Connect provider
+	// (stack.google, stack.linkedin).
+	oidc bool
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -118,8 +124,27 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 
+	addr := "127.0.0.1:0"
+	var oauth signin.OAuth
+	if o.oidc {
+		// The providers send the browser back to the api, so its address is chosen first.
+		addr = freeAddr(t)
+		s.google = testenv.OIDCProvider(t)
+		s.linkedin = testenv.OIDCProvider(t, testenv.OIDCTokenAuthMethods(testenv.ClientSecretPost))
+		var providers []oidclogin.ProviderConfig
+		for name, p := range map[string]*testenv.Provider{"google": s.google, "linkedin": s.linkedin} {
+			providers = append(providers, oidclogin.ProviderConfig{Name: name, Issuer: p.Issuer(), ClientID: p.ClientID(),
+				ClientSecret: p.ClientSecret(), RedirectURL: "http://" + addr + "/api/auth/oauth/" + name + "/callback"})
+		}
+		svc, err := oidclogin.New(ctx, db, providers, oidclogin.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		oauth = svc
+	}
+
 	keyAuth := auth.NewKeyAuthenticator(s.ids, auth.KeyAuthOptions{Log: quiet})
-	srv := httpapi.New(httpapi.Options{Addr: "127.0.0.1:0", Log: quiet, Health: health.NewRegistry(), Keys: keyAuth,
+	srv := httpapi.New(httpapi.Options{Addr: addr, Log: quiet, Health: health.NewRegistry(), Keys: keyAuth,
 		Sessions: httpapi.SessionAuth(sessions), Idempotency: idempotency.NewStore(db, nil)})
 	s.prg = programs.NewService(db, programs.Options{})
 	srvBase := "http://127.0.0.1" // links carry it; the redirect is called by path
@@ -131,7 +156,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	clicks := tracking.NewService(tracking.NewResolver(s.lks, tracking.ResolverOptions{}), recorder, tracking.ServiceOptions{Log: quiet})
 	cnv := conversions.New(db, conversions.NewClickHouseClicks(ch, chDB), conversions.Options{})
-	srv.MountAuth(signin.New(s.ids, sessions, codes, nil), sessions, s.ids, true)
+	srv.MountAuth(signin.New(s.ids, sessions, codes, oauth), sessions, s.ids, true)
 	srv.MountAPIKeys(s.ids)
 	srv.MountAccount(dashboard.NewAccountStore(db))
 	srv.MountPrograms(s.prg)
@@ -184,12 +209,23 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		}
 		_ = events.Close()
 	})
-	addr, err := srv.Addr(ctx)
+	bound, err := srv.Addr(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.base = "http://" + addr
+	s.base = "http://" + bound
 	return s
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // call sends a request with an API key and returns the status and body.
