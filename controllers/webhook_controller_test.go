@@ -137,9 +137,12 @@ func TestUpdateAdvancesObservedGeneration(t *testing.T) {
 	create(t, wh)
 	got, secret := waitReady(t, client.ObjectKeyFromObject(wh))
 
+	// A patch, not an update: the controller may still be writing the object's status or
+	// labels, which would make an update with this resourceVersion conflict.
+	patch := client.MergeFrom(got.DeepCopy())
 	got.Spec.Description = "orders to the CRM"
 	got.Spec.Events = append(got.Spec.Events, v1alpha1.EventConversionApproved)
-	if err := env.Client.Update(context.Background(), got); err != nil {
+	if err := env.Client.Patch(context.Background(), got, patch); err != nil {
 		t.Fatal(err)
 	}
 	if got.Generation != 2 {
