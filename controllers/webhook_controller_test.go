@@ -66,7 +66,7 @@ func create(t *testing.T, obj client.Object) {
 func waitReady(t *testing.T, key types.NamespacedName) (*v1alpha1.Webhook, *corev1.Secret) {
 	t.Helper()
 	wh, secret := &v1alpha1.Webhook{}, &corev1.Secret{}
-	kubetest.Eventually(t, waitFor, func() (bool, string) {
+	testenv.Eventually(t, waitFor, func() (bool, string) {
 		if err := env.Client.Get(context.Background(), key, wh); err != nil {
 			return false, err.Error()
 		}
@@ -169,7 +169,7 @@ func TestRotationThroughTheController(t *testing.T) {
 	if err := env.Client.Patch(context.Background(), got, patch); err != nil {
 		t.Fatal(err)
 	}
-	kubetest.Eventually(t, waitFor, func() (bool, string) {
+	testenv.Eventually(t, waitFor, func() (bool, string) {
 		_ = env.Client.Get(context.Background(), client.ObjectKeyFromObject(wh), got)
 		return got.Status.LastRotationNonce == "n1", fmt.Sprintf("status %+v", got.Status)
 	})
@@ -198,7 +198,7 @@ func TestDeletionRemovesSecret(t *testing.T) {
 	}
 	// A cluster's garbage collector follows the owner reference; envtest has none, so this
 	// also shows the controller's own clean-up of an orphan.
-	kubetest.Eventually(t, waitFor, func() (bool, string) {
+	testenv.Eventually(t, waitFor, func() (bool, string) {
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(secret), &corev1.Secret{})
 		return apierrors.IsNotFound(err), fmt.Sprint("secret still there: ", err)
 	})
@@ -226,7 +226,7 @@ func TestForeignSecretIsAConflict(t *testing.T) {
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.SigningSecretName(wh.Name)},
 		StringData: map[string]string{"password": "not ours"}})
 	create(t, wh)
-	kubetest.Eventually(t, waitFor, func() (bool, string) {
+	testenv.Eventually(t, waitFor, func() (bool, string) {
 		_ = env.Client.Get(context.Background(), client.ObjectKeyFromObject(wh), wh)
 		c := apimeta.FindStatusCondition(wh.Status.Conditions, v1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonSecretConflict &&
@@ -241,7 +241,7 @@ func TestForeignSecretIsAConflict(t *testing.T) {
 
 func waitEvent(t *testing.T, obj *v1alpha1.Webhook, reason string) {
 	t.Helper()
-	kubetest.Eventually(t, waitFor, func() (bool, string) {
+	testenv.Eventually(t, waitFor, func() (bool, string) {
 		var list eventsv1.EventList
 		if err := env.Client.List(context.Background(), &list, client.InNamespace(obj.Namespace)); err != nil {
 			return false, err.Error()

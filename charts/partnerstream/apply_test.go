@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
 )
 
@@ -194,7 +195,7 @@ func installMonitoringCRDs(t *testing.T, c client.Client) {
 			t.Fatalf("create CRD %s: %v", crd.Name, err)
 		}
 	}
-	kubetest.Eventually(t, 30*time.Second, func() (bool, string) {
+	testenv.Eventually(t, 30*time.Second, func() (bool, string) {
 		for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
 			if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: kind}, "v1"); err != nil {
 				return false, fmt.Sprintf("%s is not served yet: %v", kind, err)

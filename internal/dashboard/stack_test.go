@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,14 +110,8 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		t.Fatal(err)
 	}
 	sessions := session.NewManager(db, keys, session.Options{InsecureCookies: true})
-	smtpAddr, inbox := testenv.SMTP(t)
-	s.inbox = inbox
-	host, port, _ := net.SplitHostPort(smtpAddr)
-	portN, _ := strconv.Atoi(port)
-	m, err := mailer.NewSMTP(mailer.SMTPConfig{Host: host, Port: portN, TLS: mailer.TLSNone, From: "PartnerStream <no-reply@example.test>"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var m mailer.Mailer
+	m, s.inbox = testenv.SMTPMailer(t)
 	codes, err := magiccode.NewService(db, m, magiccode.Options{Pepper: keys.Derive("magic-code-pepper")})
 	if err != nil {
 		t.Fatal(err)
@@ -250,17 +243,10 @@ func (s *stack) call(t *testing.T, method, path, key, body string) (int, string)
 
 func (s *stack) eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, 30*time.Second, func() (bool, string) {
 		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: gave up; last: %s", what, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return ok, what + ": " + last
+	})
 }
 
 // trafficFor gives the advertiser (signed up in the browser) a public program, an affiliate

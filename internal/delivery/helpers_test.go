@@ -325,20 +325,13 @@ func deref[T any](p *T) string {
 	return fmt.Sprint(*p)
 }
 
-// eventually polls cond every 20 ms until it holds or the timeout passes.
+// eventually is testenv.Eventually for conditions that say what is missing as an error.
 func eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testenv.Eventually(t, timeout, func() (bool, string) {
 		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 func migratedWithURL(t testing.TB) (string, *pgxpool.Pool) {

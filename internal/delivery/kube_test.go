@@ -15,8 +15,8 @@ import (
 	"github.com/partnerstream/partnerstream/api/v1alpha1"
 	"github.com/partnerstream/partnerstream/controllers"
 	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
-	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
 )
 
 // TestWebhookResourcesEndToEnd delivers through real Webhook resources: the controller makes
@@ -61,7 +61,7 @@ func TestWebhookResourcesEndToEnd(t *testing.T) {
 		}
 		return 0
 	}
-	kubetest.Eventually(t, 15*time.Second, func() (bool, string) { return keys() == 1, "the webhook is not in the cache" })
+	testenv.Eventually(t, 15*time.Second, func() (bool, string) { return keys() == 1, "the webhook is not in the cache" })
 
 	deliver := func() (string, request) {
 		t.Helper()
@@ -84,7 +84,7 @@ func TestWebhookResourcesEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubetest.Eventually(t, 15*time.Second, func() (bool, string) { return keys() == 2, "the cache does not have both secrets" })
+	testenv.Eventually(t, 15*time.Second, func() (bool, string) { return keys() == 2, "the cache does not have both secrets" })
 	_, during := deliver()
 	for name, sec := range map[string]string{"new": fresh, "old": secret} {
 		if err := verify(t, during, sec, true); err != nil {
@@ -97,7 +97,7 @@ func TestWebhookResourcesEndToEnd(t *testing.T) {
 	if r := rows(t, db, "WHERE id = $1", id)[0]; r.status != StatusFailed || !strings.Contains(deref(r.lastError), "410") {
 		t.Errorf("after a 410: status %s, error %s", r.status, deref(r.lastError))
 	}
-	kubetest.Eventually(t, 15*time.Second, func() (bool, string) {
+	testenv.Eventually(t, 15*time.Second, func() (bool, string) {
 		var list v1alpha1.WebhookList
 		if err := env.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelWebhookID: w.ID}); err != nil || len(list.Items) != 1 {
 			return false, fmt.Sprintf("list: %v", err)
@@ -105,7 +105,7 @@ func TestWebhookResourcesEndToEnd(t *testing.T) {
 		return list.Items[0].Spec.Suspend, "the webhook answered 410 is not suspended"
 	})
 	// Suspended, it is no target any more: a new event records nothing for it.
-	kubetest.Eventually(t, 15*time.Second, func() (bool, string) { return keys() == 0, "the suspended webhook is still a target" })
+	testenv.Eventually(t, 15*time.Second, func() (bool, string) { return keys() == 0, "the suspended webhook is still a target" })
 	if n, err := s.record(ctx, []events.Envelope{envelope(events.ConversionCreated, cos[0], cos[1])}); err != nil || n != 0 {
 		t.Errorf("an event for the suspended webhook recorded %d deliveries (%v)", n, err)
 	}

@@ -32,27 +32,19 @@ func (s *Service) consume(ctx context.Context) error {
 	msgs := make(chan kafkago.Message, s.o.ConsumeBatch)
 	go func() {
 		defer close(msgs)
-		failures := 0
-		for {
-			m, err := r.FetchMessage(ctx)
-			if ctx.Err() != nil {
-				return
-			}
+		failed := func(err error) {
 			if err != nil {
-				failures++
 				s.o.Log.Warn("fetching events failed; retrying", "err", err)
-				if !run.Sleep(ctx, run.Backoff(failures)) {
-					return
-				}
-				continue
-			}
-			failures = 0
-			select {
-			case msgs <- m:
-			case <-ctx.Done():
-				return
 			}
 		}
+		kafka.Fetch(ctx, r, failed, func(m kafkago.Message) bool {
+			select {
+			case msgs <- m:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
 	}()
 	batch := make([]kafkago.Message, 0, s.o.ConsumeBatch)
 	timer := time.NewTimer(time.Hour)

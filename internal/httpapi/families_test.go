@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -60,14 +58,8 @@ func newFixture(t testing.TB, opts ...func(*httpapi.Options)) *fixture {
 		t.Fatal(err)
 	}
 	f.sessions = session.NewManager(db, keys, session.Options{Now: func() time.Time { return time.Now().Add(time.Duration(f.skew.Load())) }})
-	var smtpAddr string
-	smtpAddr, f.inbox = testenv.SMTP(t)
-	host, port, _ := net.SplitHostPort(smtpAddr)
-	portN, _ := strconv.Atoi(port)
-	m, err := mailer.NewSMTP(mailer.SMTPConfig{Host: host, Port: portN, TLS: mailer.TLSNone, From: "PartnerStream <no-reply@example.test>"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var m mailer.Mailer
+	m, f.inbox = testenv.SMTPMailer(t)
 	codes, err := magiccode.NewService(db, m, magiccode.Options{Pepper: keys.Derive("magic-code-pepper")})
 	if err != nil {
 		t.Fatal(err)

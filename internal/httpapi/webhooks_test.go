@@ -22,6 +22,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
@@ -249,7 +250,7 @@ func TestAWebhookAppliedWithKubectlAppearsInItsCompanysListOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	var id string
-	kubetest.Eventually(t, 15*time.Second, func() (bool, string) {
+	testenv.Eventually(t, 15*time.Second, func() (bool, string) {
 		r := f.do(t, "GET", "/api/webhooks", f.adv, "")
 		for _, d := range r.body["data"].([]any) {
 			if d := d.(map[string]any); d["url"] == "https://hooks.acme.example/partnerstream" {
@@ -305,11 +306,11 @@ func TestRotationReturnsANewSecretAndTheOldOneSignsUntilTheGraceEnds(t *testing.
 	if r := f.do(t, "PATCH", "/api/webhooks/"+id, f.adv, `{"description": "after the grace"}`); r.status != 200 {
 		t.Fatalf("patch = %d %s", r.status, r.raw)
 	}
-	kubetest.Eventually(t, 15*time.Second, func() (bool, string) {
+	testenv.Eventually(t, 15*time.Second, func() (bool, string) {
 		k := f.signingSecret(t, id)
 		return k.Previous == "" && k.Current == second, "the previous secret is still in the Secret after its grace period"
 	})
-	kubetest.Eventually(t, 15*time.Second, func() (bool, string) {
+	testenv.Eventually(t, 15*time.Second, func() (bool, string) {
 		r := f.do(t, "GET", "/api/webhooks/"+id, f.adv, "")
 		return r.body["previous_secret_expires_at"] == nil, "previous_secret_expires_at is still shown: " + r.raw
 	})

@@ -299,32 +299,25 @@ func (c *consumer[T]) fetchLoop(ctx context.Context, partition int, offset int64
 		return
 	}
 	decode := c.decoder()
-	failures := 0
-	for {
-		m, err := r.FetchMessage(ctx)
-		if ctx.Err() != nil {
+	failed := func(err error) {
+		if err == nil {
+			c.setFailure(nil)
 			return
 		}
-		if err != nil {
-			failures++
-			c.setFailure(fmt.Errorf("kafka: fetch %s/%d: %w", c.topic, partition, err))
-			c.log.Warn("fetch failed; retrying", "partition", partition, "err", err)
-			run.Sleep(ctx, run.Backoff(failures))
-			continue
-		}
-		if failures > 0 {
-			failures = 0
-			c.setFailure(nil)
-		}
+		c.setFailure(fmt.Errorf("kafka: fetch %s/%d: %w", c.topic, partition, err))
+		c.log.Warn("fetch failed; retrying", "partition", partition, "err", err)
+	}
+	kafka.Fetch(ctx, r, failed, func(m kafkago.Message) bool {
 		it := item[T]{msg: m}
 		it.rec, it.ok, it.invalid = decode(m)
 		it.msg.Key, it.msg.Value, it.msg.Headers = nil, nil, nil
 		select {
 		case out <- it:
+			return true
 		case <-ctx.Done():
-			return
+			return false
 		}
-	}
+	})
 }
 
 type batch[T any] struct {

@@ -185,7 +185,7 @@ func (w *Writer) WriteClicks(ctx context.Context, clicks []Click) (WriteResult, 
 type clickPlan struct {
 	w       *Writer
 	block   *clickBlock
-	written map[string]bool // the click ids the block inserts
+	written map[string]bool // every click id of the batch: true for those the block inserts
 	res     WriteResult
 }
 

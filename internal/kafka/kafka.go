@@ -18,6 +18,8 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/partnerstream/partnerstream/internal/run"
 )
 
 // Topic names are fixed by the architecture (section 6); they are constants rather than
@@ -169,6 +171,34 @@ func NewReader(cfg Config, topic, groupID string) *kafkago.Reader {
 		// broker restart look like an outage.
 		JoinGroupBackoff: time.Second,
 	})
+}
+
+// Fetch hands the reader's messages to handle, in order, until ctx ends or handle returns
+// false. A failed fetch is retried with backoff (run.Backoff); failed hears of each failure
+// and, with nil, of the first fetch that succeeds after some.
+func Fetch(ctx context.Context, r *kafkago.Reader, failed func(error), handle func(kafkago.Message) bool) {
+	failures := 0
+	for {
+		m, err := r.FetchMessage(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			failures++
+			failed(err)
+			if !run.Sleep(ctx, run.Backoff(failures)) {
+				return
+			}
+			continue
+		}
+		if failures > 0 {
+			failures = 0
+			failed(nil)
+		}
+		if !handle(m) {
+			return
+		}
+	}
 }
 
 // Ping checks that Kafka answers: it dials the brokers in turn and reads the cluster

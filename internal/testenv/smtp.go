@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/mail"
 	"net/textproto"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+
+	"github.com/partnerstream/partnerstream/internal/mailer"
 )
 
 // Message is an e-mail received by the SMTP server of SMTP or SMTPWith.
@@ -57,6 +60,20 @@ type SMTPOptions struct {
 func SMTP(t testing.TB) (addr string, inbox *Inbox) {
 	t.Helper()
 	return SMTPWith(t, SMTPOptions{})
+}
+
+// SMTPMailer is an SMTP listener (see SMTP) and a mailer that sends to it in plain text, for
+// the components that send sign-in codes.
+func SMTPMailer(t testing.TB) (mailer.Mailer, *Inbox) {
+	t.Helper()
+	addr, inbox := SMTP(t)
+	host, port, _ := net.SplitHostPort(addr)
+	portN, _ := strconv.Atoi(port)
+	m, err := mailer.NewSMTP(mailer.SMTPConfig{Host: host, Port: portN, TLS: mailer.TLSNone, From: "PartnerStream <no-reply@example.test>"})
+	if err != nil {
+		t.Fatalf("testenv: mailer: %v", err)
+	}
+	return m, inbox
 }
 
 // SMTPWith is SMTP with TLS and authentication.

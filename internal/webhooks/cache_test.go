@@ -20,7 +20,6 @@ import (
 
 	"github.com/partnerstream/partnerstream/api/v1alpha1"
 	"github.com/partnerstream/partnerstream/internal/ids"
-	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
 
@@ -87,7 +86,7 @@ func TestCacheTargetsByCompanyAndEvent(t *testing.T) {
 		{b, "conversion.created"}:  {other.ID},
 		{b, "conversion.approved"}: {},
 	}
-	kubetest.Eventually(t, waitFor, func() (bool, string) {
+	testenv.Eventually(t, waitFor, func() (bool, string) {
 		for k, ids := range want {
 			if got := targetIDs(c.Targets(k[0], k[1])); !slices.Equal(got, ids) {
 				return false, fmt.Sprintf("Targets(%s, %s) = %v, want %v", k[0], k[1], got, ids)
@@ -118,7 +117,7 @@ func TestCacheTargetsByCompanyAndEvent(t *testing.T) {
 	if err := s.Delete(ctx, a, both.ID); err != nil {
 		t.Fatal(err)
 	}
-	kubetest.Eventually(t, waitFor, func() (bool, string) {
+	testenv.Eventually(t, waitFor, func() (bool, string) {
 		got := targetIDs(c.Targets(a, "conversion.created"))
 		return slices.Equal(got, []string{suspended.ID}), fmt.Sprintf("after resume and delete: %v", got)
 	})
@@ -146,7 +145,7 @@ func TestRotateSecretKeepsTheOldSecretSigningUntilTheGraceEnds(t *testing.T) {
 		}
 		return out
 	}
-	kubetest.Eventually(t, waitFor, func() (bool, string) {
+	testenv.Eventually(t, waitFor, func() (bool, string) {
 		got := signingKeys()
 		return len(got) == 1 && bytes.Equal(got[0], oldKey), "the new webhook does not sign with its secret yet"
 	})
@@ -169,7 +168,7 @@ func TestRotateSecretKeepsTheOldSecretSigningUntilTheGraceEnds(t *testing.T) {
 	expires := *got.PreviousSecretExpiresAt
 
 	// Throughout the grace period the new secret signs first and the old one still signs.
-	kubetest.Eventually(t, waitFor, func() (bool, string) {
+	testenv.Eventually(t, waitFor, func() (bool, string) {
 		got := signingKeys()
 		return len(got) == 2 && bytes.Equal(got[0], freshKey) && bytes.Equal(got[1], oldKey),
 			fmt.Sprintf("%d keys during the grace period, want the new then the old", len(got))

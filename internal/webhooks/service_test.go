@@ -21,6 +21,7 @@ import (
 	"github.com/partnerstream/partnerstream/controllers"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/page"
+	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
@@ -127,7 +128,7 @@ func TestAWebhookAppliedWithKubectlIsListedForItsCompanyOnly(t *testing.T) {
 	}
 
 	var id string
-	kubetest.Eventually(t, waitFor, func() (bool, string) {
+	testenv.Eventually(t, waitFor, func() (bool, string) {
 		got := listIDs(t, s, a)
 		if len(got) == 1 {
 			id = got[0]
@@ -162,7 +163,7 @@ func TestUpdate(t *testing.T) {
 		got.RotationGracePeriodSeconds != 0 {
 		t.Errorf("updated = %+v", got)
 	}
-	kubetest.Eventually(t, waitFor, func() (bool, string) {
+	testenv.Eventually(t, waitFor, func() (bool, string) {
 		got, _ = s.Get(ctx, a, w.ID)
 		return got.Ready, "the new generation is not Ready"
 	})

@@ -65,12 +65,26 @@ export function table(container, columns, rows, { caption, empty } = {}) {
       columns.map((c) => h('td', { class: c.class, 'data-label': c.label }, c.render(r))))))));
 }
 
-// keepFocus is for a row's action that redraws its table: called before the action, it
-// returns what puts the keyboard back after the redraw, rather than leaving it at the top of
-// the page. Focus goes to the row's first button if it still has one (pause becomes resume),
-// else to the next row's that has one (a decided commission leaves the pending ones), else
-// the previous row's, else the table itself.
-export function keepFocus(container, id) {
+// rowAction runs the action of a table row: the request, then the message and the table drawn
+// again (reload), with the keyboard kept in the table rather than dropped at the top of the
+// page (keepFocus); a failure shows its error instead.
+export async function rowAction(container, id, request, message, reload) {
+  const refocus = keepFocus(container, id);
+  try {
+    await request();
+    flash(message);
+    await reload();
+    refocus();
+  } catch (err) {
+    showError(err);
+  }
+}
+
+// keepFocus, called before a row's action redraws its table, returns what puts the keyboard
+// back after the redraw: on the row's first button if it still has one (pause becomes
+// resume), else on the next row's that has one (a decided commission leaves the pending
+// ones), else the previous row's, else on the table itself.
+function keepFocus(container, id) {
   const before = [...container.querySelectorAll('tbody tr')].map((tr) => tr.dataset.id);
   const at = before.indexOf(id);
   return () => {

@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { busy, clearFlash, flash, h, keepFocus, showError, table } from '../ui.js';
+import { busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
 
 const form = document.getElementById('create-form');
 const list = document.getElementById('keys');
@@ -30,15 +30,8 @@ async function load() {
 
 async function revoke(k) {
   if (!confirm(t('apikeys.revoke_confirm', { name: k.name }))) return;
-  const refocus = keepFocus(list, k.id);
-  try {
-    await api.del(`/api/api-keys/${encodeURIComponent(k.id)}`);
-    flash(t('apikeys.revoked', { name: k.name }));
-    await load();
-    refocus();
-  } catch (err) {
-    showError(err);
-  }
+  await rowAction(list, k.id, () => api.del(`/api/api-keys/${encodeURIComponent(k.id)}`),
+    t('apikeys.revoked', { name: k.name }), load);
 }
 
 form.addEventListener('submit', async (e) => {

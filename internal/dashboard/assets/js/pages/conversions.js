@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, clearFlash, flash, h, keepFocus, showError, table } from '../ui.js';
+import { badge, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
 
 const form = document.getElementById('filter-form');
 const container = document.getElementById('conversions');
@@ -66,15 +66,8 @@ async function decide(c, action) {
     if (reason === null) return;
     if (reason.trim()) body.reason = reason.trim();
   }
-  const refocus = keepFocus(container, c.id);
-  try {
-    await api.post(`/api/conversions/${encodeURIComponent(c.id)}/${action}`, body);
-    flash(t(action === 'approve' ? 'conversions.approved' : 'conversions.rejected', { order: c.external_id }));
-    await load();
-    refocus();
-  } catch (err) {
-    showError(err);
-  }
+  await rowAction(container, c.id, () => api.post(`/api/conversions/${encodeURIComponent(c.id)}/${action}`, body),
+    t(action === 'approve' ? 'conversions.approved' : 'conversions.rejected', { order: c.external_id }), load);
 }
 
 // The bulk decisions differ only in their route, their messages and the reason a rejection

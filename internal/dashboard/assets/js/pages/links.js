@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, busy, clearFlash, flash, h, keepFocus, showError, table } from '../ui.js';
+import { badge, busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
 
 const affiliate = boot.kind === 'affiliate';
 const canWrite = boot.role !== 'member';
@@ -37,15 +37,9 @@ async function load() {
 
 async function toggle(l) {
   clearFlash();
-  const refocus = keepFocus(container, l.id);
-  try {
-    await api.post(`/api/tracking-links/${encodeURIComponent(l.id)}/${l.status === 'active' ? 'pause' : 'resume'}`);
-    flash(l.status === 'active' ? t('links.paused') : t('links.resumed'));
-    await load();
-    refocus();
-  } catch (err) {
-    showError(err);
-  }
+  const active = l.status === 'active';
+  await rowAction(container, l.id, () => api.post(`/api/tracking-links/${encodeURIComponent(l.id)}/${active ? 'pause' : 'resume'}`),
+    active ? t('links.paused') : t('links.resumed'), load);
 }
 
 if (form) {

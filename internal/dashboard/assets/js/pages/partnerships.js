@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, clearFlash, flash, h, keepFocus, showError, table } from '../ui.js';
+import { badge, clearFlash, h, rowAction, showError, table } from '../ui.js';
 
 const advertiser = boot.kind === 'advertiser';
 const canDecide = advertiser && boot.role !== 'member';
@@ -35,15 +35,8 @@ async function load() {
 async function act(p, action) {
   clearFlash();
   if (action !== 'approve' && !confirm(t('partnerships.confirm_' + action))) return;
-  const refocus = keepFocus(container, p.id);
-  try {
-    await api.post(`/api/partnerships/${encodeURIComponent(p.id)}/${action}`);
-    flash(t('partnerships.done_' + action));
-    await load();
-    refocus();
-  } catch (err) {
-    showError(err);
-  }
+  await rowAction(container, p.id, () => api.post(`/api/partnerships/${encodeURIComponent(p.id)}/${action}`),
+    t('partnerships.done_' + action), load);
 }
 
 form.addEventListener('submit', (e) => { e.preventDefault(); clearFlash(); load(); });

@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, busy, clearFlash, flash, h, keepFocus, showError, table } from '../ui.js';
+import { badge, busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
 
 const advertiser = boot.kind === 'advertiser';
 const canWrite = advertiser && boot.role !== 'member';
@@ -34,15 +34,8 @@ function actButton(p, action, text, cls) {
 async function act(p, action) {
   clearFlash();
   if (action !== 'paid' && !confirm(t('payouts.confirm_' + action))) return;
-  const refocus = keepFocus(container, p.id);
-  try {
-    await api.post(`/api/payouts/${encodeURIComponent(p.id)}/${action}`);
-    flash(t('payouts.done_' + action));
-    await load();
-    refocus();
-  } catch (err) {
-    showError(err);
-  }
+  await rowAction(container, p.id, () => api.post(`/api/payouts/${encodeURIComponent(p.id)}/${action}`),
+    t('payouts.done_' + action), load);
 }
 
 async function loadAffiliates() {

@@ -1,7 +1,7 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { deliveryTable } from '../deliveries.js';
-import { badge, busy, clearFlash, flash, h, keepFocus, showError, table } from '../ui.js';
+import { badge, busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
 
 const form = document.getElementById('hook-form');
 const list = document.getElementById('hooks');
@@ -74,16 +74,10 @@ async function rotate(w) {
 
 async function remove(w) {
   if (!confirm(t('webhooks.delete_confirm', { url: w.url }))) return;
-  const refocus = keepFocus(list, w.id);
-  try {
+  await rowAction(list, w.id, async () => {
     await api.del(`/api/webhooks/${encodeURIComponent(w.id)}`);
-    flash(t('webhooks.deleted'));
     if (shownHook && shownHook.id === w.id) deliveriesSection.hidden = true;
-    await load();
-    refocus();
-  } catch (err) {
-    showError(err);
-  }
+  }, t('webhooks.deleted'), load);
 }
 
 form.addEventListener('submit', async (e) => {
