@@ -305,7 +305,9 @@ func TestBrowserJourneys(t *testing.T) {
 			other := map[string]string{"en": "es", "es": "en"}[lang]
 			b.open("/app")
 			b.run(chromedp.Click(`.langs a[data-locale="`+other+`"]`, chromedp.ByQuery))
-			b.waitFor("the page in the other language", `document.documentElement.lang === '`+other+`'`)
+			// The new document must have finished loading: reading it while it still loads can
+			// find a node that is gone by the time its text is asked for.
+			b.waitFor("the page in the other language", `document.documentElement.lang === '`+other+`' && document.readyState === 'complete'`)
 			if got := b.text("h1"); got != words[other]["overview"] {
 				t.Fatalf("after switching to %s the heading is %q", other, got)
 			}
