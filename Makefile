@@ -6,7 +6,7 @@ LDFLAGS  := -X github.com/partnerstream/partnerstream/internal/version.Version=$
             -X github.com/partnerstream/partnerstream/internal/version.Revision=$(REVISION)
 BIN := $(CURDIR)/bin
 
-.PHONY: run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats bench-deliver build controlplane tools manifests generate lint bench fuzz docs tidy clean docker-build helm-lint helm-docs journey soak screenshots
+.PHONY: image cluster cluster-down e2e run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats bench-deliver build controlplane tools manifests generate lint bench fuzz docs tidy clean docker-build helm-lint helm-docs journey soak screenshots
 
 run: ## Start the whole platform with demo data on http://127.0.0.1:8080
 	@bash hack/run.sh
@@ -30,6 +30,20 @@ build: ## Build bin/partnerstream
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/partnerstream ./cmd/partnerstream
 
 IMG ?= ghcr.io/partnerstream/partnerstream:$(VERSION)
+image: ## The image of every component as an OCI tarball (bin/image.tar, IMG=...), without a container engine
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/partnerstream ./cmd/partnerstream
+	go run ./hack/image --binary $(BIN)/image/partnerstream --name $(IMG) --out $(BIN)/image.tar \
+		--version $(VERSION) --revision $(REVISION) --created $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+cluster: ## A local single-node Kubernetes that runs pods, with the platform installed by its chart (.local/cluster)
+	@bash hack/cluster.sh cluster
+
+cluster-down: ## Stop the local cluster; the machine is left as `make cluster` found it
+	@bash hack/cluster.sh down
+
+e2e: ## A fresh local cluster, helm install, the journey through the api Service, pod kills, upgrade, uninstall
+	@bash hack/e2e.sh
+
 docker-build: ## Build the image of every component (IMG=...), version stamped as in `make build`
 	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMG) .
 

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Starts or stops a project-local ClickHouse on a free loopback port (native protocol only).
-#   hack/clickhouse.sh start   -> prints PARTNERSTREAM_CLICKHOUSE_ADDR=127.0.0.1:PORT
+# CLICKHOUSE_LISTEN (default 127.0.0.1) is the address to listen on; CLICKHOUSE_ALLOW_CIDR lets
+# that range in too (the local cluster's pods).
+#   hack/clickhouse.sh start   -> prints PARTNERSTREAM_CLICKHOUSE_ADDR=$LISTEN:PORT
 #   hack/clickhouse.sh stop
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 DIR=$LOCAL/clickhouse
 PID=$DIR/server.pid
+LISTEN=${CLICKHOUSE_LISTEN:-127.0.0.1}
 
 start() {
   if pid_alive "$PID"; then
-    echo "PARTNERSTREAM_CLICKHOUSE_ADDR=127.0.0.1:$(cat "$DIR/port")"
+    echo "PARTNERSTREAM_CLICKHOUSE_ADDR=$LISTEN:$(cat "$DIR/port")"
     return
   fi
   mkdir -p "$DIR"/{data,tmp,user_files,format_schemas,log}
@@ -19,7 +22,7 @@ start() {
 <?xml version="1.0"?>
 <yandex>
   <logger><level>warning</level><log>$DIR/log/server.log</log><errorlog>$DIR/log/error.log</errorlog><size>10M</size><count>2</count></logger>
-  <listen_host>127.0.0.1</listen_host>
+  <listen_host>$LISTEN</listen_host>
   <tcp_port>$port</tcp_port>
   <path>$DIR/data/</path>
   <tmp_path>$DIR/tmp/</tmp_path>
@@ -42,7 +45,7 @@ XML
   </default></profiles>
   <users><default>
     <password></password>
-    <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+    <networks><ip>127.0.0.1</ip><ip>::1</ip><ip>$LISTEN</ip>${CLICKHOUSE_ALLOW_CIDR:+<ip>$CLICKHOUSE_ALLOW_CIDR</ip>}</networks>
     <profile>default</profile><quota>default</quota>
   </default></users>
   <quotas><default></default></quotas>
@@ -50,11 +53,11 @@ XML
 XML
   nohup clickhouse-server --config-file="$DIR/config.xml" >"$DIR/log/stdout.log" 2>&1 &
   echo $! >"$PID"
-  if ! wait_for 30 "clickhouse on port $port" clickhouse-client --port "$port" --query "SELECT 1"; then
+  if ! wait_for 30 "clickhouse on port $port" clickhouse-client --host "$LISTEN" --port "$port" --query "SELECT 1"; then
     tail -20 "$DIR/log/stdout.log" "$DIR/log/error.log" >&2 || true
     exit 1
   fi
-  echo "PARTNERSTREAM_CLICKHOUSE_ADDR=127.0.0.1:$port"
+  echo "PARTNERSTREAM_CLICKHOUSE_ADDR=$LISTEN:$port"
 }
 
 stop() {

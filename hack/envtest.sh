@@ -7,21 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-KUBE_VERSION=1.37.1
+source hack/kube-lib.sh
 ETCD_VERSION=3.6.16
-PS_CACHE=${PS_CACHE:-$HOME/.cache/partnerstream}
-OUT=bin/k8s
 mkdir -p "$PS_CACHE/k8s" "$OUT"
 
 log() { echo "envtest: $*" >&2; }
-
-# reports_version BIN TEXT: BIN exists and its --version output contains TEXT. The output is
-# read whole: `| grep -q` would stop reading at the match, and under pipefail the writer's
-# SIGPIPE made a cached binary look stale and rebuilt it on every run.
-reports_version() {
-  local out
-  [ -x "$1" ] && out=$("$1" --version 2>/dev/null) && [[ $out == *"$2"* ]]
-}
 
 build_kube_apiserver() {
   local bin=$PS_CACHE/k8s/kube-apiserver
@@ -29,34 +19,10 @@ build_kube_apiserver() {
     return
   fi
   log "building kube-apiserver v$KUBE_VERSION from source (about 5 minutes the first time)"
-  local mod=$PS_CACHE/build/kube-apiserver
-  rm -rf "$mod" && mkdir -p "$mod"
-  local gomod
-  gomod=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@v$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
-  {
-    echo "module psbuild/kubeapiserver"
-    echo "go 1.25"
-    echo "require k8s.io/kubernetes v$KUBE_VERSION"
-    grep -E '=> \./staging/src/' "$gomod" | awk -v v="v0.${KUBE_VERSION#1.}" '{print "replace " $1 " => " $1 " " v}'
-  } >"$mod/go.mod"
-  cat >"$mod/main.go" <<'GO'
-package main
-
-import (
-	"os"
-
-	_ "time/tzdata"
-
-	"k8s.io/component-base/cli"
-	"k8s.io/kubernetes/cmd/kube-apiserver/app"
-)
-
-func main() { os.Exit(cli.Run(app.NewAPIServerCommand())) }
-GO
-  (cd "$mod" && GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || true)
-  (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath \
-    -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${KUBE_VERSION#1.}" \
-    -o "$bin.tmp" .)
+  local mod
+  mod=$(kube_scratch_module)
+  (cd "$mod" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w $(kube_version_ldflags)" \
+    -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
   mv "$bin.tmp" "$bin"
 }
 

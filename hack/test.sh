@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: provisions the services, then runs every Go test with the race detector.
+# `make test`: provisions the services, then runs every Go test with the race detector, then
+# the end-to-end run through a local cluster (hack/e2e.sh).
 # Servers this script started are stopped at the end; ones that were already running (a
 # `make run` in another terminal) are left alone. Extra arguments go to `go test`.
 set -euo pipefail
@@ -25,3 +26,9 @@ bash hack/helm.sh install
 echo "test: postgres $PARTNERSTREAM_TEST_POSTGRES_URL, clickhouse $PARTNERSTREAM_TEST_CLICKHOUSE_ADDR, envtest $KUBEBUILDER_ASSETS" >&2
 # shellcheck disable=SC2086 # GO_TEST_FLAGS is a list of flags
 go test ${GO_TEST_FLAGS:--race -count=1 -timeout 20m} "${@:-./...}"
+
+# The whole suite also proves the platform where users run it: a local cluster that runs its
+# pods, installed with the chart (docs/helm.md). A run of chosen packages skips it.
+if [ $# -eq 0 ]; then
+  bash hack/e2e.sh
+fi

@@ -109,13 +109,13 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	srv.MountPartnerships(prg)
 	srv.MountWebhooks(hooks)
 	srv.MountPostbacks(pbs)
-	allow, err := egressAllowList(&s.egress)
+	allow, roots, err := egress(&s.egress)
 	if err != nil {
 		return nil, err
 	}
 	// A nil *webhooks.Service must reach the routes as a nil interface: they answer 503.
 	hookTargets, _ := hooks.(httpapi.DeliveryWebhooks)
-	srv.MountDeliveries(delivery.NewHistory(p.pg, nil), hookTargets, httpapi.DeliveriesOptions{Client: delivery.NewHTTPClient(allow)})
+	srv.MountDeliveries(delivery.NewHistory(p.pg, nil), hookTargets, httpapi.DeliveriesOptions{Client: delivery.NewHTTPClient(allow, roots)})
 	srv.MountConversions(cnv)
 	srv.MountPayouts(cnv)
 	srv.MountConversionPostback(cnv)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net/netip"
+	"os"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,12 +82,12 @@ func newDeliverCmd() *cobra.Command {
 // cache of the Webhook subscriptions they read. Without one (dev without a control plane)
 // only postbacks are delivered.
 func newDeliver(p *platform, k *config.Kube, d *config.Deliver, e *config.Egress) ([]run.Component, error) {
-	allow, err := egressAllowList(e)
+	allow, roots, err := egress(e)
 	if err != nil {
 		return nil, err
 	}
 	o := delivery.Options{DB: p.pg, Kafka: p.kafka, Postbacks: postbacks.NewService(p.pg, postbacks.Options{}),
-		AllowList: allow, Workers: d.Workers, PerTarget: d.PerTarget, ClaimBatch: d.ClaimBatch, Lease: d.Lease,
+		AllowList: allow, RootCAs: roots, Workers: d.Workers, PerTarget: d.PerTarget, ClaimBatch: d.ClaimBatch, Lease: d.Lease,
 		Log: p.componentLog("deliver"), Health: p.health}
 	var comps []run.Component
 	if k.Kubeconfig != "" || inCluster() {
@@ -118,11 +120,26 @@ func newIngest(p *platform, ch *config.ClickHouse, ing *config.Ingest) (run.Comp
 		BatchSize: ing.BatchSize, BatchInterval: ing.BatchInterval, Log: p.componentLog("ingest"), Health: p.health})
 }
 
-// egressAllowList is the SSRF guard's allow-list of the settings.
-func egressAllowList(e *config.Egress) ([]netip.Prefix, error) {
+// egress is the SSRF guard's allow-list of the settings, and the CAs receivers are verified
+// with: the system's, plus the operator's extra bundle when there is one.
+func egress(e *config.Egress) ([]netip.Prefix, *x509.CertPool, error) {
 	allow, err := delivery.ParseAllowList(e.AllowCIDRs)
 	if err != nil {
-		return nil, config.Invalid("egress-allow-cidrs", err)
+		return nil, nil, config.Invalid("egress-allow-cidrs", err)
 	}
-	return allow, nil
+	if e.CAFile == "" {
+		return allow, nil, nil
+	}
+	pem, err := os.ReadFile(e.CAFile)
+	if err != nil {
+		return nil, nil, config.Invalid("egress-ca-file", err)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, nil, config.Invalid("egress-ca-file", fmt.Errorf("%s holds no PEM certificate", e.CAFile))
+	}
+	return allow, roots, nil
 }

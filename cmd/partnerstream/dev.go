@@ -95,14 +95,9 @@ func newDevCmd() *cobra.Command {
 				return err
 			}
 			if dev.seed {
-				f, err := demo.Seed(ctx, deps.users, demoSessions(p, auth), api.BaseURL, dev.demoFile)
-				if err != nil {
+				if err := seedDemo(ctx, p, deps, auth, api.BaseURL, dev.demoFile); err != nil {
 					return err
 				}
-				if err := demo.SeedProgram(ctx, programs.NewService(p.pg, programs.Options{}), links.NewService(p.pg, links.Options{BaseURL: api.BaseURL}), &f, dev.demoFile); err != nil {
-					return err
-				}
-				p.log.Info("demo data ready", "file", dev.demoFile, "advertiser", f.Advertiser.CompanyID, "affiliate", f.Affiliate.CompanyID, "tracking_url", f.TrackingURL)
 			}
 
 			// Without a kubeconfig dev runs without the Kubernetes API (no Webhook resources).
@@ -134,6 +129,20 @@ func newDevCmd() *cobra.Command {
 			return p.run(ctx, common, comps...)
 		})
 	return cmd
+}
+
+// seedDemo makes sure the demo companies, their keys, the demo program and its link exist,
+// and writes them (with a dashboard token for each owner) to file.
+func seedDemo(ctx context.Context, p *platform, deps *authDeps, a *authSettings, baseURL, file string) error {
+	f, err := demo.Seed(ctx, deps.users, demoSessions(p, a), baseURL, file)
+	if err != nil {
+		return err
+	}
+	if err := demo.SeedProgram(ctx, programs.NewService(p.pg, programs.Options{}), links.NewService(p.pg, links.Options{BaseURL: baseURL}), &f, file); err != nil {
+		return err
+	}
+	p.log.Info("demo data ready", "file", file, "advertiser", f.Advertiser.CompanyID, "affiliate", f.Affiliate.CompanyID, "tracking_url", f.TrackingURL)
+	return nil
 }
 
 // demoSessions issues the demo users' dashboard tokens for scripts: dev only, so they live

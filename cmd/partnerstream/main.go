@@ -29,7 +29,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.AddCommand(newAPICmd(), newIngestCmd(), newDeliverCmd(), newControllerCmd(), newMigrateCmd(), newDevCmd(), newVersionCmd(), newSettingsCmd(root))
+	root.AddCommand(newAPICmd(), newIngestCmd(), newDeliverCmd(), newControllerCmd(), newMigrateCmd(), newDevCmd(), newSeedCmd(), newVersionCmd(), newSettingsCmd(root))
 	return root
 }
 

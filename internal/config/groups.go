@@ -310,10 +310,13 @@ type Egress struct {
 	// AllowCIDRs are the non-public ranges such URLs may resolve to. Set a default before
 	// Register: dev allows loopback.
 	AllowCIDRs []string
+	// CAFile is a PEM bundle of CAs trusted beside the system's for receivers' certificates.
+	CAFile string
 }
 
 func (e *Egress) Register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&e.AllowCIDRs, "egress-allow-cidrs", e.AllowCIDRs, "comma-separated address ranges that webhook and postback URLs may resolve to although not public (loopback, private, link-local, CGNAT, ULA and metadata addresses are refused otherwise)")
+	fs.StringVar(&e.CAFile, "egress-ca-file", "", "PEM file of extra CAs that webhook and postback receivers' certificates may be signed by (a private CA), trusted beside the system's")
 }
 
 func (e *Egress) Validate() error {

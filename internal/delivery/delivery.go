@@ -15,6 +15,7 @@ package delivery
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,6 +80,9 @@ type Options struct {
 	// AllowList are the address ranges a receiver may resolve to although they are not
 	// public (loopback, private, ...): the SSRF guard refuses every other such address.
 	AllowList []netip.Prefix
+	// RootCAs are the CAs receivers' certificates are verified with; nil means the system's.
+	// An operator adds a private CA here for receivers inside its own network.
+	RootCAs *x509.CertPool
 	// Workers is how many attempts run at once in this process (DefaultWorkers).
 	Workers int
 	// PerTarget is how many attempts to one target (webhook or postback URL) run at once
@@ -160,7 +164,7 @@ func New(o Options) (*Service, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{o: o, sender: newSender(o.AllowList), limit: newTargetLimiter(o.PerTarget),
+	s := &Service{o: o, sender: newSender(o.AllowList, o.RootCAs), limit: newTargetLimiter(o.PerTarget),
 		timeout: attemptTimeout, wake: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
 	if o.Subscriptions == nil {
 		s.synced.Store(true)

@@ -1,8 +1,10 @@
 package delivery
 
 import (
+	"crypto/x509"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -153,7 +155,7 @@ func TestTheGuardedClientChecksTheResolvedAddress(t *testing.T) {
 		{"an allow-listed loopback address is reached", rc.URL, loopback, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, err := NewHTTPClient(tt.allow).Post(tt.url, "application/json", strings.NewReader("{}"))
+			resp, err := NewHTTPClient(tt.allow, nil).Post(tt.url, "application/json", strings.NewReader("{}"))
 			if resp != nil {
 				resp.Body.Close()
 			}
@@ -168,5 +170,34 @@ func TestTheGuardedClientChecksTheResolvedAddress(t *testing.T) {
 	}
 	if n := len(rc.requests()); n != 1 {
 		t.Errorf("the receiver got %d requests, want only the allow-listed one", n)
+	}
+}
+
+func TestTheGuardedClientTrustsTheExtraCAsItIsGiven(t *testing.T) {
+	rc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(rc.Close)
+	private := x509.NewCertPool()
+	private.AddCert(rc.Certificate())
+	for _, tt := range []struct {
+		name    string
+		roots   *x509.CertPool
+		trusted bool
+	}{
+		{"a receiver on a private CA is refused with the system's CAs only", nil, false},
+		{"a receiver on a private CA is reached when its CA is given", private, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := NewHTTPClient(loopback, tt.roots).Post(rc.URL, "application/json", strings.NewReader("{}"))
+			if resp != nil {
+				resp.Body.Close()
+			}
+			var unknown x509.UnknownAuthorityError
+			if got := err == nil; got != tt.trusted {
+				t.Fatalf("reached: %v (%v), want %v", got, err, tt.trusted)
+			}
+			if !tt.trusted && !errors.As(err, &unknown) {
+				t.Errorf("refused with %v, want an unknown authority", err)
+			}
+		})
 	}
 }

@@ -3,6 +3,8 @@ package delivery
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -98,16 +100,16 @@ type sender struct {
 	userAgent string
 }
 
-func newSender(allow []netip.Prefix) *sender {
-	return &sender{client: NewHTTPClient(allow), userAgent: "PartnerStream-Webhooks/" + version.Version}
+func newSender(allow []netip.Prefix, roots *x509.CertPool) *sender {
+	return &sender{client: NewHTTPClient(allow, roots), userAgent: "PartnerStream-Webhooks/" + version.Version}
 }
 
 // NewHTTPClient returns the client the workers send with: the SSRF guard checks every
 // resolved address at connect time (allow lists the ranges permitted anyway), connecting
 // takes at most 5 s, no proxy is used and redirects are not followed (a 3xx is the answer).
 // Callers bound each request with a context (an attempt has 15 s). The test endpoint of the
-// API sends with it too.
-func NewHTTPClient(allow []netip.Prefix) *http.Client {
+// API sends with it too. roots verifies the receivers' certificates (nil: the system's CAs).
+func NewHTTPClient(allow []netip.Prefix, roots *x509.CertPool) *http.Client {
 	dialer := guardedDialer(allow)
 	transport := &http.Transport{
 		// No proxy: the guard must see the receiver's address, not a proxy's.
@@ -115,6 +117,7 @@ func NewHTTPClient(allow []netip.Prefix) *http.Client {
 		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
 		TLSHandshakeTimeout:   connectTimeout,
+		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,

@@ -52,6 +52,9 @@ type SMTPOptions struct {
 	// Username and Password, when set, are required through AUTH PLAIN before MAIL FROM, which
 	// the server offers only over TLS unless TLS is none.
 	Username, Password string
+	// Listen is the address to listen on; empty means a free loopback port. A local
+	// cluster's pods reach the server on the node's address.
+	Listen string
 }
 
 // SMTP starts a plain SMTP server on a free loopback port for this test alone and returns its
@@ -90,7 +93,11 @@ func SMTPWith(t testing.TB, opts SMTPOptions) (addr string, inbox *Inbox) {
 	// would panic; a failed delivery shows up as the client's error instead.
 	srv.ErrorLog = log.New(io.Discard, "", 0)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	listen := opts.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	l, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatalf("testenv: smtp listen: %v", err)
 	}

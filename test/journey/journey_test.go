@@ -17,7 +17,13 @@ import (
 func TestJourney(t *testing.T) {
 	s := newStack(t)
 	w := setUp(t, s)
+	w.play(t)
+}
 
+// play is the journey after set-up: clicks, conversions, decisions, the exact statistics, a
+// payout and every delivery verified. A local cluster plays the same one (TestCluster).
+func (w *world) play(t *testing.T) {
+	s := w.s
 	// 8 visitors click 5 times each: 40 clicks, 8 unique (a visitor's repeats within the hour
 	// are flagged duplicates through its ps_vid cookie).
 	const nVisitors, perVisitor = 8, 5

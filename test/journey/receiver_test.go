@@ -1,8 +1,10 @@
 package journey
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"sync"
@@ -46,15 +48,26 @@ type receipt struct {
 
 func newReceiver(t testing.TB, name, sigHeader string) *receiver {
 	t.Helper()
+	return newReceiverOn(t, name, sigHeader, "127.0.0.1:0", nil)
+}
+
+// newReceiverOn listens on addr, over TLS when cfg is not nil (https:// receivers, as a
+// cluster's Webhooks require).
+func newReceiverOn(t testing.TB, name, sigHeader, addr string, cfg *tls.Config) *receiver {
+	t.Helper()
 	r := &receiver{name: name, sigHeader: sigHeader, accepted: map[string]*receipt{}}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("journey: receiver listen: %v", err)
 	}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
+	scheme := "http"
+	if cfg != nil {
+		l, scheme = tls.NewListener(l, cfg), "https"
+	}
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	r.url = "http://" + l.Addr().String() + "/hooks/" + name
+	r.url = scheme + "://" + l.Addr().String() + "/hooks/" + name
 	return r
 }
 

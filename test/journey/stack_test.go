@@ -3,6 +3,7 @@ package journey
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"net"
 	"os/exec"
@@ -34,6 +35,13 @@ type stack struct {
 	namespace                                string
 	broker, api, ingest, deliver, controller *process
 	metrics                                  map[string]string // component -> metrics address
+
+	// receiverAddr and receiverTLS place the test's webhook and postback receivers (default
+	// a loopback port over plain http); subscribe, when set, replaces the API's POST
+	// /api/webhooks (a cluster applies Webhook resources with kubectl).
+	receiverAddr string
+	receiverTLS  *tls.Config
+	subscribe    func(t testing.TB, c *company, url string) (id, secret string)
 }
 
 // components are the platform's processes in the order they are reported.

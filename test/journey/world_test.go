@@ -40,17 +40,12 @@ func setUp(t testing.TB, s *stack) *world {
 	w.aff = s.signUp("affiliate", "Journey Blog")
 	// Both companies subscribe before anything happens, so every event has its receivers.
 	for _, c := range []*company{w.adv, w.aff} {
-		wr := newReceiver(t, c.Kind+"-webhook", "X-Webhook-Signature")
-		var hook struct {
-			ID     string `json:"id"`
-			Secret string `json:"secret"`
-		}
-		s.call(apiCall{method: "POST", path: "/api/webhooks", as: c, auth: "session",
-			body: map[string]any{"url": wr.url, "events": allEvents, "description": "journey"}}, &hook, http.StatusCreated)
-		wr.setSecret(t, hook.Secret)
-		w.webhooks[c.ID], w.webhookIDs[c.ID] = wr, hook.ID
+		wr := s.newReceiver(t, c.Kind+"-webhook", "X-Webhook-Signature")
+		id, secret := s.subscribeWebhook(t, c, wr.url)
+		wr.setSecret(t, secret)
+		w.webhooks[c.ID], w.webhookIDs[c.ID] = wr, id
 
-		pr := newReceiver(t, c.Kind+"-postback", "x-svc-signature")
+		pr := s.newReceiver(t, c.Kind+"-postback", "x-svc-signature")
 		var pb struct {
 			Secret string `json:"secret"`
 		}
@@ -92,6 +87,32 @@ func setUp(t testing.TB, s *stack) *world {
 	}
 	w.linkCode = link.Code
 	return w
+}
+
+// newReceiver starts a receiver where the stack's components can reach it.
+func (s *stack) newReceiver(t testing.TB, name, sigHeader string) *receiver {
+	t.Helper()
+	addr := s.receiverAddr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	return newReceiverOn(t, name, sigHeader, addr, s.receiverTLS)
+}
+
+// subscribeWebhook subscribes the company's receiver to every event, through the dashboard
+// API unless the stack subscribes another way, and returns the webhook id and its secret.
+func (s *stack) subscribeWebhook(t testing.TB, c *company, url string) (id, secret string) {
+	t.Helper()
+	if s.subscribe != nil {
+		return s.subscribe(t, c, url)
+	}
+	var hook struct {
+		ID     string `json:"id"`
+		Secret string `json:"secret"`
+	}
+	s.call(apiCall{method: "POST", path: "/api/webhooks", as: c, auth: "session",
+		body: map[string]any{"url": url, "events": allEvents, "description": "journey"}}, &hook, http.StatusCreated)
+	return hook.ID, hook.Secret
 }
 
 // clickLog is what the visitors were answered: every click id a 302 carried.
