@@ -210,6 +210,47 @@ var chartCases = []chartCase{
 		},
 	},
 	{
+		name:   "an egress CA bundle is mounted into the api and deliver and named to them",
+		values: "egress: {caBundle: {configMapName: receivers-ca, key: bundle.pem}}\napi: {service: {type: NodePort, nodePort: 30080}}\n",
+		check: func(t *testing.T, r *release) {
+			for _, name := range []string{"api", "deliver", "ingest", "controller"} {
+				pod := component(t, r, name).Template.Spec
+				env := containerEnv(pod.Containers[0])
+				mounted := slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+					return m.Name == "egress-ca" && m.MountPath == "/etc/partnerstream/egress-ca" && m.ReadOnly
+				})
+				sends := name == "api" || name == "deliver"
+				if got := env["PARTNERSTREAM_EGRESS_CA_FILE"].Value; sends != (got == "/etc/partnerstream/egress-ca/bundle.pem") || sends != mounted {
+					t.Errorf("%s: PARTNERSTREAM_EGRESS_CA_FILE %q, mounted %v; want both only where receivers are called", name, got, mounted)
+				}
+				if sends && !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
+					return v.Name == "egress-ca" && v.ConfigMap != nil && v.ConfigMap.Name == "receivers-ca"
+				}) {
+					t.Errorf("%s: no egress-ca volume from the ConfigMap receivers-ca", name)
+				}
+			}
+			if svc := one[corev1.Service](t, r, "Service", "-api"); svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != 30080 {
+				t.Errorf("api Service %s with node port %d, want NodePort 30080", svc.Spec.Type, svc.Spec.Ports[0].NodePort)
+			}
+		},
+	},
+	{
+		name:   "a stopping api pod keeps answering while it leaves the Service, within its grace period",
+		values: "api: {preStopSleepSeconds: 7}\nshutdownTimeoutSeconds: 20\n",
+		check: func(t *testing.T, r *release) {
+			api := component(t, r, "api").Template.Spec
+			if l := api.Containers[0].Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Sleep == nil || l.PreStop.Sleep.Seconds != 7 {
+				t.Errorf("api preStop %+v, want a 7 s sleep", l)
+			}
+			if g := *api.TerminationGracePeriodSeconds; g != 20+5+7 {
+				t.Errorf("api grace period %d s, want the drain, 5 s and the preStop sleep (32)", g)
+			}
+			if l := component(t, r, "deliver").Template.Spec.Containers[0].Lifecycle; l != nil {
+				t.Errorf("deliver has a preStop hook %+v; only the api is behind a Service", l)
+			}
+		},
+	},
+	{
 		name:   "webhookNamespace puts the Webhook Roles there and tells the components",
 		values: `webhookNamespace: partnerstream-webhooks`,
 		check: func(t *testing.T, r *release) {
