@@ -79,7 +79,7 @@ up() {
   ch=$(PARTNERSTREAM_LOCAL_DIR=$HOST CLICKHOUSE_LISTEN=$NODE_IP CLICKHOUSE_ALLOW_CIDR=$POD_CIDR bash hack/clickhouse.sh start)
   local kafka=$NODE_IP:9092
   if ! pid_alive "$HOST/kafka.pid"; then
-    setsid bin/kafka --addr "$kafka" --data-dir "$HOST/kafka" >"$HOST/kafka.log" 2>&1 </dev/null &
+    setsid bin/kafka --any-host --addr "$kafka" --data-dir "$HOST/kafka" >"$HOST/kafka.log" 2>&1 </dev/null &
     echo $! >"$HOST/kafka.pid"
     wait_for 30 "kafka on $kafka" grep -q "ready" "$HOST/kafka.log"
   fi

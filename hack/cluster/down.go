@@ -64,7 +64,8 @@ func down(_ context.Context, l layout) error {
 			e.add("cgroup "+d, err)
 		}
 	}
-	// What the CNI library and the kubelet keep outside any directory they are given.
+	// What the CNI library and the kubelet keep outside any directory they are given: ours
+	// in folders that were there before, the folders themselves otherwise.
 	results, _ := filepath.Glob("/var/lib/cni/results/" + cniNetwork + "-*")
 	for _, r := range results {
 		e.add("cni cache", removeIfExists(r))
@@ -74,6 +75,9 @@ func down(_ context.Context, l layout) error {
 		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, l.dir+"/") {
 			e.add("container log link", removeIfExists(p))
 		}
+	}
+	for _, p := range before.Absent {
+		e.add("remove "+p, removeIfExists(p))
 	}
 
 	e.add("leftovers", leftovers(l, before))
@@ -116,6 +120,11 @@ func leftovers(l layout, before snapshot) error {
 	}
 	if d := cgroupDirs(); len(d) > 0 {
 		left = append(left, fmt.Sprintf("cgroups %v", d))
+	}
+	for _, p := range before.Absent {
+		if _, err := os.Lstat(p); err == nil {
+			left = append(left, p)
+		}
 	}
 	now, err := takeSnapshot()
 	if err != nil {

@@ -25,10 +25,16 @@ var sysctlPrefixes = []string{
 	"kernel/keys/",
 }
 
+// hostPaths are where containerd, the CNI library and the kubelet write outside the
+// directories they are given; `down` removes the ones that did not exist before `up`.
+var hostPaths = []string{"/var/lib/cni", "/run/containerd", "/var/log/containers", "/var/log/pods",
+	"/etc/cni", "/var/lib/kubelet", "/run/netns", "/var/run/netns", "/etc/kubernetes"}
+
 // snapshot is the state of the host that `down` puts back.
 type snapshot struct {
 	Sysctls  map[string]string `json:"sysctls"`
 	IPTables map[string]string `json:"iptables"` // iptables-save / ip6tables-save output
+	Absent   []string          `json:"absent"`   // hostPaths that did not exist
 }
 
 func (l layout) snapshotPath() string { return l.path("host-before.json") }
@@ -62,6 +68,11 @@ func takeSnapshot() (snapshot, error) {
 			return s, err
 		}
 		s.IPTables[tool] = normalizeRules(out)
+	}
+	for _, p := range hostPaths {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			s.Absent = append(s.Absent, p)
+		}
 	}
 	return s, nil
 }

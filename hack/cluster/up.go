@@ -139,7 +139,7 @@ func up(ctx context.Context, l layout, images []string, pauseImage string) error
 	step("starting kubelet, kube-proxy and CoreDNS")
 	if err := start(l, "kubelet", l.bin("kubelet"), "--config", l.path("kubelet", "config.yaml"),
 		"--kubeconfig", l.path("kubelet.kubeconfig"), "--root-dir", l.path("kubelet", "root"),
-		"--hostname-override", nodeName, "--node-ip", nodeIP, "--pod-infra-container-image", pauseImage, "--v=1"); err != nil {
+		"--hostname-override", nodeName, "--node-ip", nodeIP, "--v=1"); err != nil {
 		return err
 	}
 	if err := start(l, "kube-proxy", l.bin("kube-proxy"), "--config", l.path("kube-proxy.yaml"), "--v=1"); err != nil {

@@ -28,6 +28,7 @@ func main() {
 	addr := flag.String("addr", "", "loopback host:port to listen on (required: a restart must find the same address)")
 	dataDir := flag.String("data-dir", "", "data directory; the broker resumes from it after a restart (required)")
 	verbose := flag.Bool("v", false, "log the broker's requests to stderr")
+	anyHost := flag.Bool("any-host", false, "allow an --addr other than loopback (a local cluster's node address; the broker has no authentication)")
 	flag.Parse()
 	if *addr == "" || *dataDir == "" {
 		fmt.Fprintln(os.Stderr, "kafka: --addr and --data-dir are required")
@@ -39,7 +40,7 @@ func main() {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "kafka")
 
-	b, err := embedded.Start(embedded.Options{Addr: *addr, DataDir: *dataDir, Logger: log})
+	b, err := embedded.Start(embedded.Options{Addr: *addr, DataDir: *dataDir, Logger: log, AnyHost: *anyHost})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kafka: %v\n", err)
 		os.Exit(1)

@@ -38,6 +38,10 @@ type Options struct {
 	// free one (read it back with Addrs). Hosts other than 127.0.0.1 / localhost are
 	// refused.
 	Addr string
+	// AnyHost lets Addr name an address other than loopback: a local cluster's node
+	// address, which only this machine and its pods reach. The broker has no
+	// authentication: never give it an address another machine can reach.
+	AnyHost bool
 	// DataDir makes the broker durable across restarts. Empty keeps all data in memory.
 	// One broker at a time may use a directory.
 	DataDir string
@@ -55,7 +59,7 @@ type Broker struct {
 
 // Start launches the broker and returns once it accepts connections.
 func Start(opts Options) (*Broker, error) {
-	host, port, err := loopbackAddr(opts.Addr)
+	host, port, err := listenAddr(opts.Addr, opts.AnyHost)
 	if err != nil {
 		return nil, err
 	}
@@ -110,9 +114,10 @@ func (b *Broker) Close() {
 	})
 }
 
-// loopbackAddr splits addr and refuses anything that is not IPv4 loopback: the broker has
-// no authentication, so reachable from the network it would accept anyone's messages.
-func loopbackAddr(addr string) (host string, port int, err error) {
+// listenAddr splits addr and, unless anyHost, refuses anything that is not IPv4 loopback:
+// the broker has no authentication, so reachable from the network it would accept anyone's
+// messages.
+func listenAddr(addr string, anyHost bool) (host string, port int, err error) {
 	if addr == "" {
 		addr = DefaultAddr
 	}
@@ -129,7 +134,7 @@ func loopbackAddr(addr string) (host string, port int, err error) {
 	}
 	// Only IPv4 loopback: it is what kfake binds by default and advertises in metadata,
 	// and the only path the tests exercise.
-	if ip := net.ParseIP(h); ip == nil || ip.To4() == nil || !ip.IsLoopback() {
+	if ip := net.ParseIP(h); ip == nil || ip.To4() == nil || (!ip.IsLoopback() && !anyHost) {
 		return "", 0, fmt.Errorf("embedded: address %q: host must be 127.0.0.1 or localhost; the embedded broker has no authentication and only listens on loopback", addr)
 	}
 	return h, port, nil
