@@ -26,7 +26,6 @@ KUBECONFIG_FILE=$DIR/kubeconfig
 VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 REVISION=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 CREATED=$(git log -1 --format=%ct 2>/dev/null || echo 0)
-IMAGE=ghcr.io/partnerstream/partnerstream:$VERSION
 PAUSE_IMAGE=registry.k8s.io/pause:3.10
 
 step() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -89,6 +88,7 @@ up() {
     echo "PARTNERSTREAM_KAFKA_BROKERS=$kafka"
     echo "PARTNERSTREAM_NODE_IP=$NODE_IP"
     echo "PARTNERSTREAM_BASE_URL=http://$NODE_IP:$API_NODE_PORT"
+    echo "PARTNERSTREAM_IMAGE_TAG=$VERSION" # what `up` imported; a later commit must not change it
   } >"$DIR/env"
 }
 
@@ -107,7 +107,7 @@ values() {
     --dry-run=client -o yaml | kubectl apply -f - >/dev/null
   cat >"$DIR/values.yaml" <<YAML
 image:
-  tag: "$VERSION"
+  tag: "$PARTNERSTREAM_IMAGE_TAG"
   pullPolicy: Never
 postgres:
   url: {secretName: partnerstream-local, secretKey: postgres-url}
@@ -131,7 +131,7 @@ YAML
 
 install() {
   values
-  step "helm install $RELEASE (namespace $NS, image $IMAGE)"
+  step "helm install $RELEASE (namespace $NS, image tag $PARTNERSTREAM_IMAGE_TAG)"
   local began=$SECONDS
   helm upgrade --install "$RELEASE" charts/partnerstream -n "$NS" -f "$DIR/values.yaml" --wait --timeout 5m "$@" >&2
   # The first request to a Service right after kube-proxy programs it may get no answer:

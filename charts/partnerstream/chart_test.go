@@ -229,8 +229,13 @@ var chartCases = []chartCase{
 					t.Errorf("%s: no egress-ca volume from the ConfigMap receivers-ca", name)
 				}
 			}
-			if svc := one[corev1.Service](t, r, "Service", "-api"); svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != 30080 {
+			svc := one[corev1.Service](t, r, "Service", "-api")
+			if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != 30080 {
 				t.Errorf("api Service %s with node port %d, want NodePort 30080", svc.Spec.Type, svc.Spec.Ports[0].NodePort)
+			}
+			// The duplicate detector is per replica: a visitor's clicks must stay on one.
+			if svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP || *svc.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds < 3600 {
+				t.Errorf("api Service affinity %s %+v, want ClientIP for at least the hour of the duplicate window", svc.Spec.SessionAffinity, svc.Spec.SessionAffinityConfig)
 			}
 		},
 	},
