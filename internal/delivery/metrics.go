@@ -68,3 +68,19 @@ func init() {
 	metrics.MustRegister(deliveriesTotal, failuresTotal, attemptDuration, recordedTotal, eventsConsumed,
 		pendingGauge, retriesGauge, oldestPendingAge)
 }
+
+// presetMetrics makes every labelled series of the deliver component exist at zero, so the
+// dashboard and the alerts read 0 rather than no data before the first attempt. The api
+// imports this package too (delivery history), which is why this is not an init.
+func presetMetrics() {
+	for _, kind := range []string{KindWebhook, KindPostback} {
+		for _, o := range []string{outcomeSucceeded, outcomeFailed, outcomeRetried} {
+			deliveriesTotal.WithLabelValues(kind, o)
+		}
+		for _, r := range []string{reasonTimeout, reasonConnect, reasonSSRF, reasonRedirect, reason4xx, reason5xx, reasonGone, reasonNoTarget, reasonOther} {
+			failuresTotal.WithLabelValues(kind, r)
+		}
+		attemptDuration.WithLabelValues(kind)
+		recordedTotal.WithLabelValues(kind)
+	}
+}
