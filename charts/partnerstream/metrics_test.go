@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -53,8 +52,8 @@ func componentMetrics(t *testing.T) map[string][]byte {
 
 	ch := []string{"--clickhouse-addr", chAddr, "--clickhouse-database", chDB}
 	kube := []string{"--kubeconfig", env.Kubeconfig, "--namespace", namespace}
-	run(t, bin, append([]string{"migrate", "--postgres-url", pg, "--metrics-addr", freeAddr(t)}, ch...)...)
-	httpAddr := freeAddr(t)
+	run(t, bin, append([]string{"migrate", "--postgres-url", pg, "--metrics-addr", testenv.FreeAddr(t)}, ch...)...)
+	httpAddr := testenv.FreeAddr(t)
 	args := map[string][]string{
 		"api": concat(ch, kube, []string{"--postgres-url", pg, "--kafka-brokers", brokers, "--http-addr", httpAddr,
 			"--session-keys", "k1:" + base64.StdEncoding.EncodeToString(key), "--click-spool-dir", filepath.Join(dir, "spool")}),
@@ -64,7 +63,7 @@ func componentMetrics(t *testing.T) map[string][]byte {
 	}
 	addrs := map[string]string{}
 	for _, comp := range components {
-		addrs[comp] = freeAddr(t)
+		addrs[comp] = testenv.FreeAddr(t)
 		start(t, bin, filepath.Join(dir, comp+".log"), append([]string{comp, "--metrics-addr", addrs[comp]}, args[comp]...)...)
 	}
 	out := map[string][]byte{}
@@ -186,16 +185,6 @@ func get(url string) (int, []byte) {
 func tail(b []byte, n int) string {
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func concat(parts ...[]string) []string {
