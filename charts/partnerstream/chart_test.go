@@ -768,7 +768,7 @@ func TestDashboardAndAlertsUseMetricsThatExist(t *testing.T) {
 			t.Errorf("the dashboard or the rules query %s, which no started component serves", name)
 		}
 	}
-	for _, name := range []string{"partnerstream_deliveries_total", "partnerstream_delivery_oldest_pending_age_seconds", "partnerstream_ingest_lag_seconds", "partnerstream_click_spool_bytes", "partnerstream_outbox_backlog"} {
+	for _, name := range []string{"partnerstream_delivery_attempts_total", "partnerstream_delivery_oldest_pending_age_seconds", "partnerstream_ingest_lag_seconds", "partnerstream_clicks_spool_bytes", "partnerstream_outbox_backlog"} {
 		if !used[name] {
 			t.Errorf("%s is not used by the dashboard or the alerts", name)
 		}
