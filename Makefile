@@ -14,7 +14,7 @@ run: ## Start the whole platform with demo data on http://127.0.0.1:8080
 stop: ## Stop what `make run` started
 	@bash hack/stop.sh
 
-test: ## Provision the services and run every test with the race detector
+test: ## Provision the services, run every test with the race detector, then `make lint`
 	@bash hack/test.sh
 
 journey: ## The journey test and every fault run: the real binaries as processes, driven through the API (FAULTS=0: fast ones only)
@@ -66,9 +66,8 @@ helm-lint: ## helm lint --strict of charts/partnerstream (builds bin/helm)
 helm-docs: ## Regenerate the chart's values tables (chart README, README.md) and its CRD copy
 	@bash hack/helm.sh docs
 
-lint: tools ## go vet and staticcheck
-	go vet ./...
-	$(BIN)/staticcheck ./...
+lint: ## go vet, staticcheck, Redocly and a generated TypeScript client on the OpenAPI document, promtool on each component's /metrics and the alert rules, kube-score on the chart (also run by `make test`)
+	@bash hack/lint.sh
 
 bench: ## Every Go benchmark, with memory statistics
 	go test -run '^$$' -bench . -benchmem ./...

@@ -45,3 +45,20 @@ bench_postgres() {
   url=${line#PARTNERSTREAM_POSTGRES_URL=}
   export PARTNERSTREAM_TEST_POSTGRES_URL=${url%/*}/postgres?sslmode=disable
 }
+
+# start_test_services: starts Postgres and ClickHouse (and provisions envtest) as `make test`
+# needs them, exports the tests' variables, and stops on exit the servers it started (ones
+# already running, a `make run` in another terminal, are left alone).
+start_test_services() {
+  _started_services=()
+  pid_alive "$LOCAL/clickhouse/server.pid" || _started_services+=(clickhouse)
+  [ -f "$LOCAL/postgres/data/postmaster.pid" ] || _started_services+=(postgres)
+  trap 'for s in "${_started_services[@]}"; do bash "$ROOT/hack/$s.sh" stop || true; done' EXIT
+  local env_lines k v
+  env_lines=$(bash "$ROOT/hack/services.sh" start)
+  while IFS='=' read -r k v; do export "$k=$v"; done <<<"$env_lines"
+  # Tests get an admin URL: each test creates and drops its own database.
+  export PARTNERSTREAM_TEST_POSTGRES_URL=${PARTNERSTREAM_POSTGRES_URL%/*}/postgres?sslmode=disable
+  export PARTNERSTREAM_TEST_CLICKHOUSE_ADDR=$PARTNERSTREAM_CLICKHOUSE_ADDR
+  unset PARTNERSTREAM_POSTGRES_URL PARTNERSTREAM_CLICKHOUSE_ADDR
+}

@@ -43,18 +43,6 @@ func TestMain(m *testing.M) {
 // here, whereas a port just freed may be taken again by the next listener.
 func closedAddr(*testing.T) string { return "127.0.0.1:1" }
 
-// freeAddr is a loopback address free right now, for a server under test to listen on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // sessionKeys is a valid --session-keys value for the api.
 const sessionKeys = "k1:MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="
 
@@ -92,7 +80,7 @@ func TestAComponentRefusesToStartWithAOneLineErrorNamingTheProblem(t *testing.T)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cmd := command(append(c.env, "PARTNERSTREAM_METRICS_ADDR="+freeAddr(t)), c.args...)
+			cmd := command(append(c.env, "PARTNERSTREAM_METRICS_ADDR="+testenv.FreeAddr(t)), c.args...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			start := time.Now()
@@ -119,7 +107,7 @@ func TestAComponentRefusesToStartWithAOneLineErrorNamingTheProblem(t *testing.T)
 // until its ops port answers.
 func startAPI(t *testing.T, brokers string) (cmd *exec.Cmd, httpAddr, opsAddr string, stderr *bytes.Buffer) {
 	t.Helper()
-	httpAddr, opsAddr = freeAddr(t), freeAddr(t)
+	httpAddr, opsAddr = testenv.FreeAddr(t), testenv.FreeAddr(t)
 	cmd = command([]string{
 		"PARTNERSTREAM_POSTGRES_URL=" + testenv.Postgres(t),
 		"PARTNERSTREAM_KAFKA_BROKERS=" + brokers,

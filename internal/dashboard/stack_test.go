@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -121,7 +120,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	var oauth signin.OAuth
 	if o.oidc {
 		// The providers send the browser back to the api, so its address is chosen first.
-		addr = freeAddr(t)
+		addr = testenv.FreeAddr(t)
 		s.google = testenv.OIDCProvider(t)
 		s.linkedin = testenv.OIDCProvider(t, testenv.OIDCTokenAuthMethods(testenv.ClientSecretPost))
 		var providers []oidclogin.ProviderConfig
@@ -208,17 +207,6 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	s.base = "http://" + bound
 	return s
-}
-
-// freeAddr is a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // call sends a request with an API key and returns the status and body.

@@ -164,6 +164,7 @@ func New(o Options) (*Service, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	presetMetrics()
 	s := &Service{o: o, sender: newSender(o.AllowList, o.RootCAs), limit: newTargetLimiter(o.PerTarget),
 		timeout: attemptTimeout, wake: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
 	if o.Subscriptions == nil {

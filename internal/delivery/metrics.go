@@ -6,7 +6,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/metrics"
 )
 
-// Outcomes of an attempt (label outcome of deliveries_total).
+// Outcomes of an attempt (label outcome of delivery_attempts_total).
 const (
 	outcomeSucceeded = "succeeded"
 	outcomeFailed    = "failed"  // the delivery ends failed
@@ -30,7 +30,7 @@ const (
 // `partnerstream dev`) report into the same series.
 var (
 	deliveriesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "deliveries_total",
+		Namespace: metrics.Namespace, Name: "delivery_attempts_total",
 		Help: "Delivery attempts by kind (webhook, postback) and outcome: succeeded, failed (the delivery ends failed), retried (a retry is scheduled).",
 	}, []string{"kind", "outcome"})
 	failuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -43,7 +43,7 @@ var (
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15},
 	}, []string{"kind"})
 	recordedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "deliveries_recorded_total",
+		Namespace: metrics.Namespace, Name: "delivery_recorded_total",
 		Help: "Deliveries recorded from consumed events, by kind (an event consumed again records nothing).",
 	}, []string{"kind"})
 	eventsConsumed = prometheus.NewCounter(prometheus.CounterOpts{
@@ -51,7 +51,7 @@ var (
 		Help: "Domain events the deliver component consumed from Kafka (invalid ones included).",
 	})
 	pendingGauge = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Name: "deliveries_pending",
+		Namespace: metrics.Namespace, Name: "delivery_pending",
 		Help: "Deliveries waiting for an attempt (due now or scheduled), in the whole database.",
 	})
 	retriesGauge = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -67,4 +67,20 @@ var (
 func init() {
 	metrics.MustRegister(deliveriesTotal, failuresTotal, attemptDuration, recordedTotal, eventsConsumed,
 		pendingGauge, retriesGauge, oldestPendingAge)
+}
+
+// presetMetrics makes every labelled series of the deliver component exist at zero, so the
+// dashboard and the alerts read 0 rather than no data before the first attempt. The api
+// imports this package too (delivery history), which is why this is not an init.
+func presetMetrics() {
+	for _, kind := range []string{KindWebhook, KindPostback} {
+		for _, o := range []string{outcomeSucceeded, outcomeFailed, outcomeRetried} {
+			deliveriesTotal.WithLabelValues(kind, o)
+		}
+		for _, r := range []string{reasonTimeout, reasonConnect, reasonSSRF, reasonRedirect, reason4xx, reason5xx, reasonGone, reasonNoTarget, reasonOther} {
+			failuresTotal.WithLabelValues(kind, r)
+		}
+		attemptDuration.WithLabelValues(kind)
+		recordedTotal.WithLabelValues(kind)
+	}
 }

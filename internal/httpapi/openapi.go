@@ -52,7 +52,47 @@ func assembleOpenAPI(files fs.FS) ([]byte, error) {
 			return nil, err
 		}
 	}
+	addCommonHeaders(doc)
 	return json.Marshal(doc)
+}
+
+// commonHeaders are on every response (requestID, and the rate limiter on every route with
+// credentials); declaring them here keeps them off every fragment's every response.
+var commonHeaders = []string{"X-Request-Id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy"}
+
+// addCommonHeaders declares commonHeaders on every response object of the paths and of
+// components.responses; a reference to a shared response gets them from its target.
+func addCommonHeaders(doc map[string]any) {
+	add := func(responses any) {
+		m, _ := responses.(map[string]any)
+		for _, r := range m {
+			resp, ok := r.(map[string]any)
+			if !ok || resp["$ref"] != nil {
+				continue
+			}
+			headers, _ := resp["headers"].(map[string]any)
+			if headers == nil {
+				headers = map[string]any{}
+				resp["headers"] = headers
+			}
+			for _, h := range commonHeaders {
+				if _, ok := headers[h]; !ok {
+					headers[h] = map[string]any{"$ref": "#/components/headers/" + h}
+				}
+			}
+		}
+	}
+	paths, _ := doc["paths"].(map[string]any)
+	for _, item := range paths {
+		ops, _ := item.(map[string]any)
+		for method, op := range ops {
+			if o, ok := op.(map[string]any); ok && method != "parameters" {
+				add(o["responses"])
+			}
+		}
+	}
+	components, _ := doc["components"].(map[string]any)
+	add(components["responses"])
 }
 
 // mergeInto adds src to dst: maps merge recursively down to paths and component names; any

@@ -221,6 +221,12 @@ type consumer[T any] struct {
 
 func newConsumer[T any](s *Service, o Options, topic, group, table string,
 	newDecoder func() decoder[T], plan planner[T]) *consumer[T] {
+	// The topic's series exist from the start at zero, so a panel or an alert over them reads
+	// 0 rather than no data until the first batch or failure.
+	flushErrors.WithLabelValues(topic)
+	rowsTotal.WithLabelValues(table)
+	lagMessages.WithLabelValues(topic)
+	lagSeconds.WithLabelValues(topic)
 	return &consumer[T]{svc: s, topic: topic, group: group, table: table, kafka: o.Kafka, size: o.BatchSize,
 		interval: o.BatchInterval, decoder: newDecoder, plan: plan,
 		log: o.Log.With("topic", topic, "group", group), lag: newLagTracker(topic, o.Now)}

@@ -42,7 +42,7 @@ func TestBatchesAreBoundedBySizeAndByTime(t *testing.T) {
 		}
 	}
 	rowsBefore := metric(t, "partnerstream_ingest_rows_total", "table", tableClicks)
-	batchesBefore := metric(t, "partnerstream_ingest_batch_size", "topic", kafka.TopicClicks)
+	batchesBefore := metric(t, "partnerstream_ingest_batch_size_messages", "topic", kafka.TopicClicks)
 	testenv.Run(t, s)
 	e.produce(t, kafka.TopicClicks, d.clickMessages())
 	e.waitCaughtUp(t, DefaultGroupPrefix+"-clicks", kafka.TopicClicks, 30*time.Second)
@@ -73,7 +73,7 @@ func TestBatchesAreBoundedBySizeAndByTime(t *testing.T) {
 		t.Errorf("rows_total{table=clicks} grew by %v, want %d", got, d.distinctClicks()+1)
 	}
 	mu.Lock()
-	if got := metric(t, "partnerstream_ingest_batch_size", "topic", kafka.TopicClicks) - batchesBefore; got != float64(len(sizes)) {
+	if got := metric(t, "partnerstream_ingest_batch_size_messages", "topic", kafka.TopicClicks) - batchesBefore; got != float64(len(sizes)) {
 		t.Errorf("batch_size observed %v batches, want %d", got, len(sizes))
 	}
 	mu.Unlock()

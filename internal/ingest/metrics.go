@@ -29,7 +29,7 @@ var (
 		Help: "Messages that changed no figure, by topic and reason (duplicate, invalid).",
 	}, []string{"topic", "reason"})
 	batchSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: metrics.Namespace, Name: "ingest_batch_size",
+		Namespace: metrics.Namespace, Name: "ingest_batch_size_messages",
 		Help:    "Messages per batch written to ClickHouse, by topic.",
 		Buckets: []float64{1, 10, 100, 500, 1000, 2500, 5000, 10000, 25000, 50000},
 	}, []string{"topic"})

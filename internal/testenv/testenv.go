@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -117,4 +118,16 @@ func ClickHouse(t testing.TB) (addr, database string) {
 func KubeAssets(t testing.TB) string {
 	t.Helper()
 	return strings.TrimSpace(Require(t, EnvKubeAssets))
+}
+
+// FreeAddr is a loopback address whose port was free a moment ago, for a server under test
+// to listen on (another process may take it in between; tests accept that race).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testenv: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -35,7 +35,7 @@ var (
 		Help: "Clicks lost, by reason (spool_full, spool_error, spool_corrupt, closed).",
 	}, []string{"reason"})
 	spoolBytes = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Name: "click_spool_bytes",
+		Namespace: metrics.Namespace, Name: "clicks_spool_bytes",
 		Help: "Bytes in the click spool waiting for Kafka.",
 	})
 	clicksBot = prometheus.NewCounter(prometheus.CounterOpts{

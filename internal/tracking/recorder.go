@@ -159,7 +159,7 @@ type Recorder struct {
 
 	// inFlight are spooled clicks whose first write had not finished, by click id.
 	inFlightMu sync.Mutex
-	inFlight   map[string]*delivery
+	inFlight   map[string]*kafkaWrite
 
 	// confirmed are the clicks of segment replaySeq known to be in Kafka, so a round that
 	// stopped half way (Kafka failing again, shutdown) does not send them a second time.
@@ -172,15 +172,16 @@ type item struct {
 	payload []byte
 }
 
-// delivery is one message's write; done closes when kafka-go reports its outcome.
-type delivery struct {
+// kafkaWrite is one click message's write to Kafka; done closes when kafka-go reports its
+// outcome.
+type kafkaWrite struct {
 	id    string
 	start time.Time
 	done  chan struct{}
 	err   error
 }
 
-func (d *delivery) finished() bool {
+func (d *kafkaWrite) finished() bool {
 	select {
 	case <-d.done:
 		return true
@@ -207,7 +208,7 @@ func NewRecorder(o RecorderOptions) (*Recorder, error) {
 		return nil, err
 	}
 	r := &Recorder{o: o, spool: sp, recorded: clicksRecorded.WithLabelValues(string(o.Mode)),
-		queue: make(chan item, o.QueueSize), kick: make(chan struct{}, 1), inFlight: map[string]*delivery{}}
+		queue: make(chan item, o.QueueSize), kick: make(chan struct{}, 1), inFlight: map[string]*kafkaWrite{}}
 	r.w = kafka.NewWriter(o.Kafka, kafka.TopicClicks, kafka.WithBatchTimeout(o.BatchTimeout), kafka.WithBatchSize(o.BatchSize),
 		func(w *kafkago.Writer) {
 			// Async with a Completion callback: WriteMessages returns once the message is in a
@@ -276,7 +277,7 @@ func (r *Recorder) deliver(items []item, wait time.Duration) error {
 		return r.toSpool(items)
 	}
 	var left []item
-	var pending []*delivery
+	var pending []*kafkaWrite
 	cause := fmt.Errorf("no acknowledgement within %s", wait)
 	for i, d := range ds {
 		select {
@@ -309,12 +310,12 @@ func (r *Recorder) deliver(items []item, wait time.Duration) error {
 
 // submit hands the items to the producer. An error means none of them was handed over:
 // kafka-go fails before it batches anything.
-func (r *Recorder) submit(ctx context.Context, items []item) ([]*delivery, error) {
+func (r *Recorder) submit(ctx context.Context, items []item) ([]*kafkaWrite, error) {
 	msgs := make([]kafkago.Message, len(items))
-	ds := make([]*delivery, len(items))
+	ds := make([]*kafkaWrite, len(items))
 	now := time.Now()
 	for i, it := range items {
-		ds[i] = &delivery{id: it.id, start: now, done: make(chan struct{})}
+		ds[i] = &kafkaWrite{id: it.id, start: now, done: make(chan struct{})}
 		msgs[i] = kafkago.Message{Key: []byte(it.id), Value: it.payload, WriterData: ds[i]}
 	}
 	if err := r.w.WriteMessages(ctx, msgs...); err != nil {
@@ -327,7 +328,7 @@ func (r *Recorder) submit(ctx context.Context, items []item) ([]*delivery, error
 // only records and signals.
 func (r *Recorder) completed(msgs []kafkago.Message, err error) {
 	for i := range msgs {
-		d, ok := msgs[i].WriterData.(*delivery)
+		d, ok := msgs[i].WriterData.(*kafkaWrite)
 		if !ok {
 			continue
 		}
@@ -349,7 +350,7 @@ func (r *Recorder) recover() {
 	}
 }
 
-func (r *Recorder) track(ds []*delivery) {
+func (r *Recorder) track(ds []*kafkaWrite) {
 	if len(ds) == 0 {
 		return
 	}
@@ -360,7 +361,7 @@ func (r *Recorder) track(ds []*delivery) {
 	r.inFlightMu.Unlock()
 }
 
-func (r *Recorder) untrack(ds []*delivery) {
+func (r *Recorder) untrack(ds []*kafkaWrite) {
 	r.inFlightMu.Lock()
 	for _, d := range ds {
 		delete(r.inFlight, d.id)
@@ -369,7 +370,7 @@ func (r *Recorder) untrack(ds []*delivery) {
 }
 
 // takeInFlight returns and forgets the unfinished first write of a spooled click, if any.
-func (r *Recorder) takeInFlight(id string) *delivery {
+func (r *Recorder) takeInFlight(id string) *kafkaWrite {
 	r.inFlightMu.Lock()
 	defer r.inFlightMu.Unlock()
 	d := r.inFlight[id]
@@ -436,7 +437,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 		cancel()
 	}
 	r.setState(recorderStateClosed)
-	// Close waits for every write under way, so every delivery learns its outcome.
+	// Close waits for every write under way, so every write learns its outcome.
 	werr := r.w.Close()
 	serr := r.spool.Close()
 	if n := r.spool.Size(); n > 0 {

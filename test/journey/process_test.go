@@ -161,18 +161,6 @@ func tcpReady(addr string) func(ctx context.Context) error {
 	}
 }
 
-// freeAddr picks a free loopback port now. Only the broker needs a fixed port (a restart must
-// find it again); the race with another process taking it in between is accepted.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("journey: free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // logDir is where the processes' logs go: kept under JOURNEY_LOG_DIR when set (CI uploads
 // it), otherwise in the test's temporary directory.
 func logDir(t testing.TB) string {

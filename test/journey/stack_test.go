@@ -66,7 +66,7 @@ func newStack(t testing.TB) *stack {
 	proxiedPG := strings.Replace(pgURL, hostPort(t, pgURL), s.pgProxy.addr(), 1)
 
 	// The broker keeps its port and data across restarts.
-	s.kafkaAddr = freeAddr(t)
+	s.kafkaAddr = testenv.FreeAddr(t)
 	s.broker = &process{t: t, name: "kafka", bin: filepath.Join(binaries(t), "kafka"),
 		args:    []string{"--addr", s.kafkaAddr, "--data-dir", filepath.Join(t.TempDir(), "kafka")},
 		logPath: filepath.Join(s.dir, "kafka.log"), ready: tcpReady(s.kafkaAddr)}
@@ -76,11 +76,11 @@ func newStack(t testing.TB) *stack {
 
 	s.migrate(proxiedPG)
 
-	httpAddr := freeAddr(t)
+	httpAddr := testenv.FreeAddr(t)
 	s.baseURL = "http://" + httpAddr
 	_, smtpPort, _ := net.SplitHostPort(smtpAddr)
 	common := func(name string) []string {
-		s.metrics[name] = freeAddr(t)
+		s.metrics[name] = testenv.FreeAddr(t)
 		return []string{"--metrics-addr", s.metrics[name], "--log-level", "info", "--shutdown-timeout", "10s"}
 	}
 	kafka := []string{"--kafka-brokers", s.kafkaAddr, "--kafka-partitions", "3"}
@@ -135,7 +135,7 @@ func (s *stack) migrate(pgURL string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.bin, "migrate", "--postgres-url", pgURL, "--clickhouse-addr", s.chProxy.addr(),
-		"--clickhouse-database", s.chDB, "--metrics-addr", freeAddr(s.t))
+		"--clickhouse-database", s.chDB, "--metrics-addr", testenv.FreeAddr(s.t))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		s.t.Fatalf("journey: partnerstream migrate: %v\n%s", err, out)
 	}

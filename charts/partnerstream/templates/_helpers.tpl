@@ -21,9 +21,13 @@
 {{- printf "%s-%s" (include "partnerstream.fullname" .root | trunc 52 | trimSuffix "-") .component }}
 {{- end }}
 
-{{/* Namespace of the Webhook resources, their Secrets and the components' Roles. */}}
+{{/*
+Namespace of the Webhook resources, their Secrets and the components' Roles: by default one
+of its own beside the release namespace, so that the Secret rights of deliver, the controller
+and the api cover the signing Secrets and not the release's own (docs/helm.md, "RBAC").
+*/}}
 {{- define "partnerstream.webhookNamespace" -}}
-{{- default .Release.Namespace .Values.webhookNamespace }}
+{{- default (printf "%s-webhooks" .Release.Namespace | trunc 63 | trimSuffix "-") .Values.webhookNamespace }}
 {{- end }}
 
 {{- define "partnerstream.selectorLabels" -}}

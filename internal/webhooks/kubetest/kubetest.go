@@ -42,6 +42,8 @@ type Env struct {
 	Scheme *kruntime.Scheme
 	// Client talks to the API server directly (no cache).
 	Client client.Client
+	// Kubeconfig is an admin kubeconfig file, for components run as processes.
+	Kubeconfig string
 }
 
 // Run starts the control plane when KUBEBUILDER_ASSETS is set, points *env at it, runs the
@@ -72,8 +74,35 @@ func Run(m *testing.M, env **Env) int {
 		fmt.Fprintf(os.Stderr, "kubetest: client: %v\n", err)
 		return 1
 	}
-	*env = &Env{Config: cfg, Scheme: scheme, Client: c}
+	kubeconfig, err := writeKubeconfig(te)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kubetest: %v\n", err)
+		return 1
+	}
+	defer os.Remove(kubeconfig)
+	*env = &Env{Config: cfg, Scheme: scheme, Client: c, Kubeconfig: kubeconfig}
 	return m.Run()
+}
+
+// writeKubeconfig writes a kubeconfig of a cluster admin of te to a temporary file.
+func writeKubeconfig(te *envtest.Environment) (string, error) {
+	user, err := te.AddUser(envtest.User{Name: "kubetest", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("envtest user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("render kubeconfig: %w", err)
+	}
+	f, err := os.CreateTemp("", "kubetest-kubeconfig-*")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return "", fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return f.Name(), nil
 }
 
 // Scheme has the built-in types and partnerstream.io/v1alpha1.

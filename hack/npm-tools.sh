@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the npm tools of `make lint` (hack/lint/package.json, pinned by its
+# package-lock.json: Redocly CLI, openapi-typescript, TypeScript) into bin/npm, idempotently.
+# Node and npm come from Debian (nodejs, npm) when the machine has none. The install is
+# skipped while bin/npm was installed from the same lock file; npm's own cache (~/.npm) makes a clean
+# clone's install quick. Progress goes to stderr; nothing is printed on stdout.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SRC=$ROOT/hack/lint
+DIR=$ROOT/bin/npm
+
+log() { echo "npm-tools: $*" >&2; }
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  if [ "$(id -u)" != 0 ]; then
+    log "node and npm are missing; run as root or install the Debian packages nodejs and npm"
+    exit 1
+  fi
+  log "installing nodejs and npm (Debian)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+
+# .installed is the lock file of the last complete install: an interrupted one is redone.
+if [ -x "$DIR/node_modules/.bin/redocly" ] && cmp -s "$SRC/package-lock.json" "$DIR/.installed"; then
+  log "up to date"
+  exit 0
+fi
+log "npm ci in $DIR"
+rm -rf "$DIR"
+mkdir -p "$DIR"
+cp "$SRC/package.json" "$SRC/package-lock.json" "$DIR/"
+(cd "$DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2)
+cp "$SRC/package-lock.json" "$DIR/.installed"
