@@ -65,11 +65,17 @@ type WebhookSpec struct {
 
 // WebhookStatus is what the controller observed and did.
 type WebhookStatus struct {
-	// ObservedGeneration is the generation of the spec the status describes.
+	// ObservedGeneration is the generation of the spec the status describes: the controller
+	// sets it, and each condition's observedGeneration, on every reconcile of that
+	// generation, successful or not. Until it equals metadata.generation the conditions
+	// describe an older spec.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready is True while a signing secret is published.
+	// Conditions: Ready is True while a signing secret is published. When a reconcile fails,
+	// Ready is False and either Reconciling is True (a transient failure, retried) or
+	// Stalled is True (a terminal one, such as a foreign Secret of the signing Secret's name,
+	// that needs someone to act), as kstatus-based tools read them.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -96,7 +102,9 @@ type WebhookStatus struct {
 }
 
 // Webhook is a company's subscription to platform events, delivered as Standard Webhooks
-// signed POSTs. The controller keeps its signing Secret.
+// signed POSTs. The controller keeps its signing Secret. It watches only its own namespace
+// (its --namespace setting): a Webhook applied in another namespace gets no status, no
+// signing Secret and no deliveries.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=wh,categories=partnerstream

@@ -33,8 +33,8 @@ const (
 // Statuses lists the commission statuses.
 var Statuses = []string{Pending, Approved, Rejected, Paid, Reversed}
 
-// transitions are the only legal status changes (ARCHITECTURE.md section 5). approved -> paid
-// happens only through a payout.
+// transitions are the only legal status changes (docs/architecture.md, "Domain states").
+// approved -> paid happens only through a payout.
 var transitions = map[string][]string{
 	Pending:  {Approved, Rejected},
 	Approved: {Paid, Reversed},

@@ -20,7 +20,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
 
-// Limits of one attempt (ARCHITECTURE.md section 7).
+// Limits of one attempt (docs/architecture.md, "Delivery: retries, limits and the SSRF guard").
 const (
 	attemptTimeout = 15 * time.Second
 	connectTimeout = 5 * time.Second

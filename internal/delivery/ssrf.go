@@ -18,8 +18,9 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return fmt.Sprintf("refused: %s is %s", e.IP, e.Reason) }
 
-// blocked are the ranges a receiver may not resolve to (ARCHITECTURE.md section 7). The
-// metadata address comes before the link-local range that holds it, for a clearer message.
+// blocked are the ranges a receiver may not resolve to (docs/architecture.md, "Delivery:
+// retries, limits and the SSRF guard"). The metadata address comes before the link-local
+// range that holds it, for a clearer message.
 var blocked = []struct {
 	prefix netip.Prefix
 	reason string

@@ -27,6 +27,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/oidclogin"
 	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/signin"
+	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
@@ -195,10 +196,7 @@ func TestRevocationTakesEffectAtOnceEvenWhenCached(t *testing.T) {
 		t.Fatalf("before revocation: %d", r.status)
 	}
 	// Revoke through the store the way another replica would, with the listener evicting.
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go identity.ListenRevocations(lctx, f.db, quiet, f.keys.Forget, f.keys.Reset)
-	time.Sleep(200 * time.Millisecond) // let LISTEN start
+	pgtest.Listen(t, f.db, pgstore.Subscription{Channel: auth.RevocationChannel, Notify: f.keys.Forget, Reset: f.keys.Reset})
 	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.adv))
 	if err != nil {
 		t.Fatal(err)

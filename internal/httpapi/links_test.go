@@ -20,6 +20,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/links"
 	"github.com/partnerstream/partnerstream/internal/links/linkstest"
+	"github.com/partnerstream/partnerstream/internal/store/pgstore"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 	"github.com/partnerstream/partnerstream/internal/tracking"
 	"github.com/partnerstream/partnerstream/internal/tracking/trackingtest"
 )
@@ -67,9 +69,7 @@ func newTrackingFixture(t *testing.T, mode tracking.Mode) *trackingFixture {
 	}
 	trackingtest.RunRecorder(t, f.recorder)
 	resolver := tracking.NewResolver(f.links, tracking.ResolverOptions{})
-	listening := make(chan struct{}, 1)
-	go links.ListenChanges(ctx, f.db, quiet, resolver.Invalidate, func() { resolver.Reset(); listening <- struct{}{} })
-	<-listening
+	pgtest.Listen(t, f.db, pgstore.Subscription{Channel: links.ChangedChannel, Notify: resolver.Invalidate, Reset: resolver.Reset})
 	f.srv.MountTracking(f.links, tracking.NewService(resolver, f.recorder, tracking.ServiceOptions{}), httpapi.TrackingOptions{SecureCookies: true})
 	return f
 }

@@ -4,7 +4,7 @@
 //
 // It also answers the redirect's one question, Resolve: what does a code point at right now.
 // Every change of a link is announced with pg_notify on ChangedChannel in the transaction of
-// the change, so the redirect's caches on every api replica can drop it (ListenChanges).
+// the change, so the redirect's caches on every api replica can drop it (pgstore.Listen).
 package links
 
 import (

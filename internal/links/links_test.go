@@ -19,6 +19,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/page"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -262,13 +263,11 @@ func TestPauseAndResumeAreTheOwnersAndAnnounced(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var payloads []string
-	listening := make(chan struct{}, 1)
-	go links.ListenChanges(ctx, w.db, quiet, func(p string) {
+	pgtest.Listen(t, w.db, pgstore.Subscription{Channel: links.ChangedChannel, Notify: func(p string) {
 		mu.Lock()
 		payloads = append(payloads, p)
 		mu.Unlock()
-	}, func() { listening <- struct{}{} })
-	<-listening
+	}, Reset: func() {}})
 
 	l := w.create(t, links.NewLink{ProgramID: w.program})
 	if _, err := w.svc.SetStatus(ctx, w.otherAff, identity.Affiliate, l.ID, links.Paused); !errors.Is(err, links.ErrNotFound) {
