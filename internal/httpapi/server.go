@@ -26,6 +26,11 @@ import (
 // BodyLimit caps request bodies; larger ones get a 413 problem.
 const BodyLimit = 1 << 20
 
+// HeaderLimit caps the request line and headers together (Fiber's default is 4 KiB). Browsers
+// send every cookie of the tracking domain with a click, and a visitor refused with 431 is a
+// lost click: this takes 16 KiB of headers, as common proxies do, beside a long request line.
+const HeaderLimit = 24 << 10
+
 // Options of the HTTP server.
 type Options struct {
 	Addr   string
@@ -61,6 +66,7 @@ func New(o Options) *Server {
 	app := fiber.New(fiber.Config{
 		AppName:               "partnerstream",
 		BodyLimit:             BodyLimit,
+		ReadBufferSize:        HeaderLimit,
 		ReadTimeout:           15 * time.Second,
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           120 * time.Second,
