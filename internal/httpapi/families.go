@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"html"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -61,11 +62,24 @@ const (
 //   - /api/* (dashboard): a session; an API key is refused, even a valid one;
 //
 // except the public sign-in routes, which need no credentials.
+//
+// A refusal of a path no route serves is a 404 instead, as it is with valid credentials.
 func (s *Server) families(c *fiber.Ctx) error {
+	if err := s.authenticate(c); err != nil {
+		if !s.knownRoute(c.Path()) {
+			return notFound(c)
+		}
+		return err
+	}
+	return c.Next()
+}
+
+// authenticate applies the family's rules and sets the caller.
+func (s *Server) authenticate(c *fiber.Ctx) error {
 	path := c.Path()
 	switch {
 	case strings.HasPrefix(path, prefixV1) || path == strings.TrimSuffix(prefixV1, "/"):
-		if err := s.authenticateKey(c); err != nil {
+		if err := s.credential(c, s.authenticateKey); err != nil {
 			return err
 		}
 	case strings.HasPrefix(path, prefixPartner) || path == strings.TrimSuffix(prefixPartner, "/"):
@@ -73,7 +87,7 @@ func (s *Server) families(c *fiber.Ctx) error {
 			c.Set(fiber.HeaderAllow, "GET, HEAD")
 			return NewProblem(fiber.StatusMethodNotAllowed, "method_not_allowed", "the partner API is read-only: use GET")
 		}
-		if err := s.authenticateKey(c); err != nil {
+		if err := s.credential(c, s.authenticateKey); err != nil {
 			return err
 		}
 	case strings.HasPrefix(path, prefixAPI) && !s.isPublic(path):
@@ -84,18 +98,52 @@ func (s *Server) families(c *fiber.Ctx) error {
 		if s.sessions == nil {
 			return NewProblem(fiber.StatusUnauthorized, "missing_credentials", "sign in to use the dashboard API")
 		}
-		p, err := s.sessions.AuthenticateSession(c)
-		if err != nil {
+		if err := s.credential(c, s.authenticateSession); err != nil {
 			return err
 		}
-		c.Locals(principalKey, p)
 	default:
-		return c.Next()
+		return nil
 	}
-	if err := s.limiter.allow(c, Caller(c).ID()); err != nil {
+	return s.limiter.allow(c, Caller(c).ID())
+}
+
+// credential runs authenticate unless the address is throttled for failed credentials, and
+// counts a wrong credential against it.
+func (s *Server) credential(c *fiber.Ctx, authenticate func(*fiber.Ctx) error) error {
+	if err := s.failedAuth.check(c); err != nil {
 		return err
 	}
-	return c.Next()
+	err := authenticate(c)
+	if err != nil {
+		s.failedAuth.record(c, err)
+	}
+	return err
+}
+
+func (s *Server) authenticateSession(c *fiber.Ctx) error {
+	p, err := s.sessions.AuthenticateSession(c)
+	if err != nil {
+		return err
+	}
+	c.Locals(principalKey, p)
+	return nil
+}
+
+// knownRoute reports whether any route, of any method, serves path (Fiber's own matching).
+// It runs only for refused requests, so the route list is read then.
+func (s *Server) knownRoute(path string) bool {
+	cfg := s.app.Config()
+	for _, r := range s.app.GetRoutes(true) {
+		if fiber.RoutePatternMatch(path, r.Path, cfg) {
+			return true
+		}
+	}
+	return false
+}
+
+// notFound is the answer to a path no route serves, the same as Fiber's own.
+func notFound(c *fiber.Ctx) error {
+	return NewProblem(fiber.StatusNotFound, "not_found", "Cannot "+c.Method()+" "+html.EscapeString(c.Path()))
 }
 
 func bearer(c *fiber.Ctx) string {

@@ -44,19 +44,24 @@ type Options struct {
 	Idempotency IdempotencyStore
 	// RateLimit per credential; zero Requests disables it.
 	RateLimit RateLimit
-	Now       func() time.Time
+	// FailedAuthLimit is how many wrong API keys or session tokens an address may send per
+	// minute before its credentialed requests get 429 for the rest of the minute; 0 disables.
+	FailedAuthLimit int
+	Now             func() time.Time
 }
 
 // Server is the api component.
 type Server struct {
-	app       *fiber.App
-	addr      string
-	log       *slog.Logger
-	keys      KeyAuthenticator
-	sessions  SessionAuthenticator
-	idem      IdempotencyStore
-	limiter   *limiter
-	publicAPI [][]string // /api route templates that need no credentials (sign-in), by segment
+	app      *fiber.App
+	addr     string
+	log      *slog.Logger
+	keys     KeyAuthenticator
+	sessions SessionAuthenticator
+	idem     IdempotencyStore
+	limiter  *limiter
+	// failedAuth throttles addresses that send wrong credentials.
+	failedAuth *failedAuth
+	publicAPI  [][]string // /api route templates that need no credentials (sign-in), by segment
 	// bound receives the listening address once the server accepts connections.
 	bound chan string
 }
@@ -83,7 +88,7 @@ func New(o Options) *Server {
 		o.Keys = noKeys{}
 	}
 	s := &Server{app: app, addr: o.Addr, log: o.Log, keys: o.Keys, sessions: o.Sessions, idem: o.Idempotency,
-		limiter: newLimiter(o.RateLimit, o.Now), bound: make(chan string, 1)}
+		limiter: newLimiter(o.RateLimit, o.Now), failedAuth: newFailedAuth(o.FailedAuthLimit, o.Now), bound: make(chan string, 1)}
 	app.Use(s.recover, requestID, observe, s.families)
 	app.Get("/healthz", func(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"status": "ok"})
