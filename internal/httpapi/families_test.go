@@ -155,6 +155,8 @@ func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
 		{"partner-api POST to a route that does not exist is 404", "POST", "/api/partner-api/no-such-route", nil, 404, "not_found"},
 		{"an unknown sign-in provider is 404", "GET", "/api/auth/oauth/facebook/start", nil, 404, "not_found"},
 		{"an unknown sign-in provider's callback is 404", "GET", "/api/auth/oauth/facebook/callback?state=x&code=y", nil, 404, "not_found"},
+		{"a route spelled in other case is no route (it would skip the credential rules)", "GET", "/API/api-keys", nil, 404, "not_found"},
+		{"a partner route spelled in other case is no route", "GET", "/Api/partner-api/me", nil, 404, "not_found"},
 		{"a known route with a wrong method is still refused for its credentials first", "DELETE", "/api/api-keys", nil, 401, "missing_credentials"},
 		{"v1 with a valid key passes authentication", "GET", "/api/v1/no-such-route", map[string]string{"x-api-key": f.adv}, 404, "not_found"},
 		{"v1 takes the key as a bearer token", "GET", "/api/v1/no-such-route", map[string]string{"Authorization": "Bearer " + f.adv}, 404, "not_found"},

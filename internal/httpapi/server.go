@@ -77,6 +77,9 @@ func New(o Options) *Server {
 		IdleTimeout:           120 * time.Second,
 		DisableStartupMessage: true,
 		ErrorHandler:          errorHandler(o.Log),
+		// The families' credential rules select routes by their exact prefix: a router that
+		// ignored case would serve /API/api-keys without any credentials.
+		CaseSensitive: true,
 		// The api sits behind a load balancer or ingress in production; trusting proxy
 		// headers is configured there, never by default.
 		EnableTrustedProxyCheck: true,
