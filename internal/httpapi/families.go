@@ -129,16 +129,92 @@ func (s *Server) authenticateSession(c *fiber.Ctx) error {
 	return nil
 }
 
-// knownRoute reports whether any route, of any method, serves path (Fiber's own matching).
-// It runs only for refused requests, so the route list is read then.
+// knownRoute reports whether any route, of any method, serves path. It runs for refused
+// requests only, which an attacker sends by the thousand, so the routes are split once (again
+// when routes were added) and matched segment by segment; a template with syntax beyond
+// ":param" and "*" is left to Fiber's slower matcher.
 func (s *Server) knownRoute(path string) bool {
+	idx := s.routes.Load()
+	if n := s.app.HandlersCount(); idx == nil || idx.handlers != n {
+		idx = &routeIndex{handlers: n}
+		seen := map[string]bool{}
+		for _, r := range s.app.GetRoutes(true) {
+			if seen[r.Path] {
+				continue
+			}
+			seen[r.Path] = true
+			if t := segments(r.Path); plain(t) {
+				idx.templates = append(idx.templates, t)
+			} else {
+				idx.other = append(idx.other, r.Path)
+			}
+		}
+		s.routes.Store(idx)
+	}
+	segs := segments(path)
+	for _, t := range idx.templates {
+		if matchSegments(t, segs) {
+			return true
+		}
+	}
 	cfg := s.app.Config()
-	for _, r := range s.app.GetRoutes(true) {
-		if fiber.RoutePatternMatch(path, r.Path, cfg) {
+	for _, p := range idx.other {
+		if fiber.RoutePatternMatch(path, p, cfg) {
 			return true
 		}
 	}
 	return false
+}
+
+// routeIndex is the server's route templates, as of a number of handlers.
+type routeIndex struct {
+	handlers  uint32
+	templates [][]string
+	other     []string
+}
+
+// segments splits a path or template; a trailing slash does not count (Fiber's routing is
+// not strict).
+func segments(path string) []string {
+	if len(path) > 1 {
+		path = strings.TrimSuffix(path, "/")
+	}
+	return strings.Split(path, "/")
+}
+
+// plain reports whether matchSegments covers a template: static segments, ":param" alone in
+// its segment, and "*" alone.
+func plain(tmpl []string) bool {
+	for _, t := range tmpl {
+		if t == "*" {
+			continue
+		}
+		if strings.ContainsAny(t, "*+?<") || strings.Contains(t[min(1, len(t)):], ":") ||
+			strings.HasPrefix(t, ":") && strings.ContainsAny(t, ".-~") {
+			return false
+		}
+	}
+	return true
+}
+
+// matchSegments matches a path against a template: ":param" takes any one non-empty
+// segment, "*" the rest of the path.
+func matchSegments(tmpl, segs []string) bool {
+	for i, t := range tmpl {
+		switch {
+		case t == "*":
+			return true
+		case i >= len(segs):
+			return false
+		case strings.HasPrefix(t, ":"):
+			if segs[i] == "" {
+				return false
+			}
+		case t != segs[i]:
+			return false
+		}
+	}
+	return len(tmpl) == len(segs)
 }
 
 // notFound is the answer to a path no route serves, the same as Fiber's own.

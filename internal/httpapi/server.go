@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -61,7 +62,9 @@ type Server struct {
 	limiter  *limiter
 	// failedAuth throttles addresses that send wrong credentials.
 	failedAuth *failedAuth
-	publicAPI  [][]string // /api route templates that need no credentials (sign-in), by segment
+	// routes indexes the route templates for knownRoute.
+	routes    atomic.Pointer[routeIndex]
+	publicAPI [][]string // /api route templates that need no credentials (sign-in), by segment
 	// bound receives the listening address once the server accepts connections.
 	bound chan string
 }
@@ -122,17 +125,7 @@ func (s *Server) Public(method, path string, h ...fiber.Handler) {
 func (s *Server) isPublic(path string) bool {
 	segs := strings.Split(path, "/")
 	for _, tmpl := range s.publicAPI {
-		if len(tmpl) != len(segs) {
-			continue
-		}
-		match := true
-		for i, t := range tmpl {
-			if !strings.HasPrefix(t, ":") && t != segs[i] {
-				match = false
-				break
-			}
-		}
-		if match {
+		if matchSegments(tmpl, segs) {
 			return true
 		}
 	}
