@@ -34,6 +34,8 @@ type WebhookSpec struct {
 	// loopback host (localhost, 127.0.0.1, [::1]) for local development.
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="url must be an absolute URL with a host"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:space:][:cntrl:]]')",message="url must not contain spaces or control characters (percent-encode them)"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getPort() == '' || (url(self).getPort().size() <= 5 && int(url(self).getPort()) >= 1 && int(url(self).getPort()) <= 65535)",message="url must have a port from 1 to 65535"
 	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() == '' || url(self).getScheme() == 'https' || (url(self).getScheme() == 'http' && url(self).getHostname() in ['localhost', '127.0.0.1', '::1'])",message="url must use https:// (http:// is allowed only for localhost, 127.0.0.1 and [::1])"
 	URL string `json:"url"`
 

@@ -87,8 +87,9 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	idem := idempotency.NewStore(p.pg, nil)
 	srv := httpapi.New(httpapi.Options{
 		Addr: s.api.Addr, Log: log, Health: p.health, Keys: keys, Sessions: httpapi.SessionAuth(deps.sessions),
-		Idempotency: idem,
-		RateLimit:   httpapi.RateLimit{Requests: s.api.RateLimitRequests, Window: s.api.RateLimitWindow},
+		Idempotency:     idem,
+		RateLimit:       httpapi.RateLimit{Requests: s.api.RateLimitRequests, Window: s.api.RateLimitWindow},
+		FailedAuthLimit: s.api.FailedAuthLimit,
 	})
 	prg := programs.NewService(p.pg, programs.Options{})
 	lks := links.NewService(p.pg, links.Options{BaseURL: s.api.BaseURL})

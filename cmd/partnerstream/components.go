@@ -10,6 +10,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/delivery"
+	"github.com/partnerstream/partnerstream/internal/egress"
 	"github.com/partnerstream/partnerstream/internal/ingest"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/run"
@@ -120,7 +121,7 @@ func newIngest(p *platform, ch *config.ClickHouse, ing *config.Ingest) (run.Comp
 
 // egressAllowList is the SSRF guard's allow-list of the settings.
 func egressAllowList(e *config.Egress) ([]netip.Prefix, error) {
-	allow, err := delivery.ParseAllowList(e.AllowCIDRs)
+	allow, err := egress.ParseAllowList(e.AllowCIDRs)
 	if err != nil {
 		return nil, config.Invalid("egress-allow-cidrs", err)
 	}

@@ -303,6 +303,24 @@ func TestClickRedirect(t *testing.T) {
 		other := f.createLink(t, fmt.Sprintf(`{"program_id":%q}`, program))["code"].(string)
 		clickID(t, newBrowser(base).get(t, "GET", "/c/"+other, nil), "https://named.example.test/", "aff_click")
 	})
+	t.Run("a browser with 12 KiB of cookies is redirected", func(t *testing.T) {
+		var cookies []string
+		for i := range 52 {
+			cookies = append(cookies, fmt.Sprintf("shop_pref_%02d=%s", i, strings.Repeat("v", 240)))
+		}
+		header := strings.Join(cookies, "; ")
+		if len(header) < 12<<10 {
+			t.Fatalf("the cookies are %d bytes", len(header))
+		}
+		clickID(t, newBrowser(base).get(t, "GET", "/c/"+code, map[string]string{"Cookie": header}), landing, "ps_click_id")
+	})
+	t.Run("control characters in sub-ids are dropped before the click is stored", func(t *testing.T) {
+		id := clickID(t, newBrowser(base).get(t, "GET", "/c/"+code+"?sub1=%0d%0aSet-Cookie:%20x&sub3=a%07b%00c&sub4=%0d%0a", nil), landing, "ps_click_id")
+		c := clickOf(t, f, id)
+		if c.Sub1 != "Set-Cookie: x" || c.Sub2 != "d2" || c.Sub3 != "abc" || c.Sub4 != "" {
+			t.Fatalf("subs %q %q %q %q, want the control characters dropped (and the link's default where nothing is left)", c.Sub1, c.Sub2, c.Sub3, c.Sub4)
+		}
+	})
 	t.Run("HEAD answers where the link goes and records nothing", func(t *testing.T) {
 		before := len(trackingtest.ReadClicksOnce(t, f.broker.Config))
 		a := newBrowser(base).get(t, "HEAD", "/c/"+code, nil)

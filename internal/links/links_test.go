@@ -168,6 +168,8 @@ func TestCreateValidatesPromotionDestinationAndSubs(t *testing.T) {
 		{"a 2049-character URL is refused", links.NewLink{DestinationURL: "https://shop.example.test/" + strings.Repeat("a", 2049-26)}, "destination_url"},
 		{"255-character subs are fine", links.NewLink{Subs: [5]string{long, long, long, long, long}}, ""},
 		{"a 256-character sub is refused", links.NewLink{Subs: [5]string{"", "", "", "", long + "x"}}, "sub5"},
+		{"a sub with CR/LF is refused", links.NewLink{Subs: [5]string{"a\r\nb"}}, "sub1"},
+		{"a sub with another control character is refused", links.NewLink{Subs: [5]string{"", "", "a\u0007b"}}, "sub3"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
