@@ -181,7 +181,7 @@ func TestProgramListPagination(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("pages %v, want %v", got, want)
 	}
-	prgExpect(t, f.do(t, "GET", "/api/v1/programs?cursor=%%%", prgKey(f.adv), ""), 400, "validation_failed")
+	prgExpect(t, f.do(t, "GET", "/api/v1/programs?cursor=%%%", prgKey(f.adv), ""), 400, "invalid_cursor")
 }
 
 func TestPromotionRoutes(t *testing.T) {

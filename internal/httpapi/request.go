@@ -62,15 +62,16 @@ func describeJSONError(err error) string {
 	}
 }
 
-// PageRequest parses the limit and cursor query parameters.
+// PageRequest parses the limit and cursor query parameters. A cursor this API did not return
+// is its own code, invalid_cursor, so a client can tell it to start over from the first page.
 func PageRequest(c *fiber.Ctx) (page.Request, error) {
 	p, err := page.Parse(c.Query("limit"), c.Query("cursor"))
-	if err != nil {
-		field := "cursor"
-		if errors.Is(err, page.ErrBadLimit) {
-			field = "limit"
-		}
-		return page.Request{}, Invalid(FieldError{Field: field, Message: err.Error()})
+	switch {
+	case errors.Is(err, page.ErrBadCursor):
+		return page.Request{}, NewProblem(fiber.StatusBadRequest, "invalid_cursor", "cursor: "+err.Error()+"; start again without it").
+			With("errors", []FieldError{{Field: "cursor", Message: err.Error()}})
+	case err != nil:
+		return page.Request{}, Invalid(FieldError{Field: "limit", Message: err.Error()})
 	}
 	return p, nil
 }
