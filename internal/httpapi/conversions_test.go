@@ -198,15 +198,8 @@ func TestRegisteringConversionsOverHTTP(t *testing.T) {
 func TestAnotherAdvertisersClickGetsTheAnswerOfAMissingOne(t *testing.T) {
 	f := newConversionsFixture(t)
 	ctx := context.Background()
-	co, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: identity.Advertiser, Name: "other", OwnerEmail: "other-adv@example.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := f.ids.CreateAPIKey(ctx, co.ID, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	postback, err := f.svc.RotatePostbackToken(ctx, co.ID, f.newProgram(t, co.ID, "EUR"))
+	other, key := f.company(t, identity.Advertiser)
+	postback, err := f.svc.RotatePostbackToken(ctx, other, f.newProgram(t, other, "EUR"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,15 +226,7 @@ func TestAnotherAdvertisersClickGetsTheAnswerOfAMissingOne(t *testing.T) {
 // otherAdvertiserKey makes a second advertiser and returns its API key.
 func (f *conversionsFixture) otherAdvertiserKey(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
-	co, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: identity.Advertiser, Name: "other", OwnerEmail: ids.New("usr") + "@example.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := f.ids.CreateAPIKey(ctx, co.ID, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, key := f.company(t, identity.Advertiser)
 	return key
 }
 

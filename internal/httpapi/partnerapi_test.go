@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ids"
 )
 
 // The partner API answers only the caller's own data: an affiliate's programs are those it
@@ -13,7 +14,6 @@ import (
 // not joined, nor the programs another affiliate joined.
 func TestThePartnerAPIListsOnlyTheAffiliatesOwnPrograms(t *testing.T) {
 	f := newProgramsFixture(t)
-	ctx := context.Background()
 	apply := func(key, program string) string {
 		t.Helper()
 		r := f.do(t, "POST", "/api/v1/partnerships", prgKey(key), `{"program_id":"`+program+`"}`)
@@ -34,14 +34,7 @@ func TestThePartnerAPIListsOnlyTheAffiliatesOwnPrograms(t *testing.T) {
 	apply(f.aff, paused)
 	prgExpect(t, f.do(t, "POST", "/api/partnerships/"+apply(f.aff, rejected)+"/reject", f.advOwner, ""), 200, "")
 	prgExpect(t, f.do(t, "PATCH", "/api/programs/"+paused, f.advOwner, `{"status":"paused"}`), 200, "")
-	other, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: identity.Affiliate, Name: "other aff", OwnerEmail: "other-aff@example.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherKey, _, err := f.ids.CreateAPIKey(ctx, other.ID, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, otherKey := f.company(t, identity.Affiliate)
 	apply(otherKey, theirs)
 
 	r := f.do(t, "GET", "/api/partner-api/programs", prgKey(f.aff), "")
@@ -63,4 +56,18 @@ func TestThePartnerAPIListsOnlyTheAffiliatesOwnPrograms(t *testing.T) {
 	if got := prgIDs(t, f.do(t, "GET", "/api/partner-api/programs", prgKey(f.adv2), "")); len(got) != 0 {
 		t.Errorf("another advertiser's partner API lists %v", got)
 	}
+}
+
+// company makes another company of the kind and returns its id and an API key of it.
+func (f *fixture) company(t *testing.T, kind string) (id, key string) {
+	t.Helper()
+	ctx := context.Background()
+	co, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: kind, Name: "other " + kind, OwnerEmail: ids.New("usr") + "@example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, _, err = f.ids.CreateAPIKey(ctx, co.ID, "other"); err != nil {
+		t.Fatal(err)
+	}
+	return co.ID, key
 }

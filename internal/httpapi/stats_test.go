@@ -282,14 +282,6 @@ func TestStatsSumLargeCommissionsExactly(t *testing.T) {
 	if err := f.ch.Exec(context.Background(), "OPTIMIZE TABLE "+f.chDB+".conversions_daily FINAL"); err != nil {
 		t.Fatal(err)
 	}
-	u, err := f.ids.UserByEmail(context.Background(), "advertiser@example.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := f.sessions.Issue(context.Background(), session.Subject{UserID: u.ID, CompanyID: u.CompanyID, CompanyKind: identity.Advertiser, Role: "member", Locale: "en"}, session.Meta{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "program_id": {"prg_big"}, "group_by": {"program"}}
 	const want = `clicks=96 total=96 sale=95999999999999999.04 commission=95999999999999999.04 epc=999999999999999.99`
 	for _, c := range []struct {
@@ -298,7 +290,7 @@ func TestStatsSumLargeCommissionsExactly(t *testing.T) {
 	}{
 		{"/api/v1/stats", map[string]string{"x-api-key": f.adv}},
 		{"/api/partner-api/stats", map[string]string{"x-api-key": f.aff}},
-		{"/api/stats", map[string]string{"Authorization": "Bearer " + tok.Access}},
+		{"/api/stats", f.dashboardAs(t, identity.Advertiser, "member")},
 	} {
 		r := f.get(t, c.path, q, c.headers)
 		rows := rowsOf(t, r)
