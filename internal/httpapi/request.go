@@ -104,11 +104,13 @@ func jsonValueName(v string) string {
 		return "true or false"
 	case "array", "object":
 		return "an " + kind
-	case "number", "string":
-		if kind == "number" && v != kind {
+	case "string":
+		return "a string"
+	case "number":
+		if v != kind {
 			return "a number out of range"
 		}
-		return "a " + kind
+		return "a number"
 	}
 	return "this value"
 }
@@ -119,7 +121,7 @@ func PageRequest(c *fiber.Ctx) (page.Request, error) {
 	p, err := page.Parse(c.Query("limit"), c.Query("cursor"))
 	switch {
 	case errors.Is(err, page.ErrBadCursor):
-		return page.Request{}, NewProblem(fiber.StatusBadRequest, "invalid_cursor", "cursor: "+err.Error()+"; start again without it").
+		return page.Request{}, NewProblem(fiber.StatusBadRequest, "invalid_cursor", err.Error()+"; start again without it").
 			With("errors", []FieldError{{Field: "cursor", Message: err.Error()}})
 	case err != nil:
 		return page.Request{}, Invalid(FieldError{Field: "limit", Message: err.Error()})
