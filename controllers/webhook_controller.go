@@ -24,7 +24,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
 
-// Reasons of the Ready condition and of the Kubernetes events.
+// Reasons of the conditions and of the Kubernetes events. A failed reconcile gives its reason
+// to Ready, to Reconciling or Stalled, and to a Warning event alike.
 const (
 	ReasonSecretReady     = "SecretReady"
 	ReasonSecretConflict  = "SecretConflict"
@@ -87,7 +88,8 @@ func (r *WebhookReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile loads the Webhook, lets reconcile do the work and patches the status with the
-// outcome (the Ready condition and observedGeneration) whenever it changed.
+// outcome (the conditions and observedGeneration) whenever it changed. A failure is also a
+// Warning event, so `kubectl describe` and `kubectl events` show it.
 func (r *WebhookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &v1alpha1.Webhook{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -106,7 +108,13 @@ func (r *WebhookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (re
 		if apierrors.IsConflict(retErr) {
 			return // raced with another writer: the retry decides, the status stays as it was
 		}
-		setReady(obj, retErr)
+		setConditions(obj, retErr)
+		if retErr != nil {
+			reason, _ := failure(retErr)
+			r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", retErr.Error())
+		}
+		// Every reconcile that gets this far has acted on this generation, failed or not:
+		// the conditions then say how it went.
 		obj.Status.ObservedGeneration = obj.Generation
 		if equality.Semantic.DeepEqual(oldStatus, obj.Status) {
 			return
@@ -312,7 +320,8 @@ func (r *WebhookReconciler) now() time.Time {
 	return time.Now()
 }
 
-// conditionError is a failure with its own Ready reason.
+// conditionError is a failure that retrying alone cannot fix (Stalled), with its own reason.
+// The controller still retries it with back-off, so it recovers once someone fixes the cause.
 type conditionError struct {
 	reason string
 	err    error
@@ -321,23 +330,41 @@ type conditionError struct {
 func (e *conditionError) Error() string { return e.err.Error() }
 func (e *conditionError) Unwrap() error { return e.err }
 
-// setReady records the outcome of a reconcile in the Ready condition.
-func setReady(obj *v1alpha1.Webhook, err error) {
-	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: obj.Generation}
+// failure returns the reason of a failed reconcile and whether it is stalled.
+func failure(err error) (reason string, stalled bool) {
 	var ce *conditionError
-	switch {
-	case err == nil:
-		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonSecretReady
-		cond.Message = "Signing secret published in Secret " + obj.Status.SecretName
-		if obj.Spec.Suspend {
-			cond.Message += "; deliveries are suspended"
-		}
-	case errors.As(err, &ce):
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ce.reason, err.Error()
-	default:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonReconcileFailed, err.Error()
+	if errors.As(err, &ce) {
+		return ce.reason, true
 	}
-	apimeta.SetStatusCondition(&obj.Status.Conditions, cond)
+	return ReasonReconcileFailed, false
+}
+
+// setConditions records the outcome of a reconcile the way kstatus reads it (Flux's
+// conventions): Ready alone on success; on failure Ready=False beside Reconciling=True for a
+// failure expected to pass, or Stalled=True for one that needs someone to act.
+func setConditions(obj *v1alpha1.Webhook, err error) {
+	set := func(typ string, status metav1.ConditionStatus, reason, message string) {
+		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: typ, Status: status,
+			Reason: reason, Message: message, ObservedGeneration: obj.Generation})
+	}
+	if err == nil {
+		message := "Signing secret published in Secret " + obj.Status.SecretName
+		if obj.Spec.Suspend {
+			message += "; deliveries are suspended"
+		}
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSecretReady, message)
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, v1alpha1.ConditionReconciling)
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, v1alpha1.ConditionStalled)
+		return
+	}
+	reason, stalled := failure(err)
+	set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, err.Error())
+	failing, other := v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled
+	if stalled {
+		failing, other = other, failing
+	}
+	set(failing, metav1.ConditionTrue, reason, err.Error())
+	apimeta.RemoveStatusCondition(&obj.Status.Conditions, other)
 }
 
 func previousFate(k signing.Keys) string {

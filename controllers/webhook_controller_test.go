@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +120,7 @@ func TestCreateMakesSecretAndReady(t *testing.T) {
 	if secret.Type != SecretType || secret.Labels[v1alpha1.LabelWebhookID] != id || secret.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByController {
 		t.Errorf("secret type %q labels %v", secret.Type, secret.Labels)
 	}
-	waitEvent(t, got, EventSecretCreated)
+	waitEvent(t, got, corev1.EventTypeNormal, EventSecretCreated)
 }
 
 func TestFreelyNamedWebhookGetsAnID(t *testing.T) {
@@ -184,7 +186,7 @@ func TestRotationThroughTheController(t *testing.T) {
 	if got.Status.PreviousSecretExpiresAt == nil || got.Status.LastRotationTime == nil {
 		t.Errorf("rotation times missing from status: %+v", got.Status)
 	}
-	waitEvent(t, got, EventSecretRotated)
+	waitEvent(t, got, corev1.EventTypeNormal, EventSecretRotated)
 }
 
 func TestDeletionRemovesSecret(t *testing.T) {
@@ -226,12 +228,14 @@ func TestForeignSecretIsAConflict(t *testing.T) {
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.SigningSecretName(wh.Name)},
 		StringData: map[string]string{"password": "not ours"}})
 	create(t, wh)
+	// Stalled, not Reconciling: retrying alone cannot fix it, so kstatus reports it Failed.
+	const want = "Ready=False/SecretConflict Stalled=True/SecretConflict"
 	testenv.Eventually(t, waitFor, func() (bool, string) {
 		_ = env.Client.Get(context.Background(), client.ObjectKeyFromObject(wh), wh)
-		c := apimeta.FindStatusCondition(wh.Status.Conditions, v1alpha1.ConditionReady)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonSecretConflict &&
-			wh.Status.ObservedGeneration == wh.Generation, fmt.Sprintf("conditions %+v", wh.Status.Conditions)
+		return conditions(wh) == want && wh.Status.ObservedGeneration == wh.Generation,
+			fmt.Sprintf("conditions %s, want %s; observedGeneration %d", conditions(wh), want, wh.Status.ObservedGeneration)
 	})
+	waitEvent(t, wh, corev1.EventTypeWarning, ReasonSecretConflict)
 	secret := &corev1.Secret{}
 	_ = env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: v1alpha1.SigningSecretName(wh.Name)}, secret)
 	if string(secret.Data["password"]) != "not ours" {
@@ -239,7 +243,7 @@ func TestForeignSecretIsAConflict(t *testing.T) {
 	}
 }
 
-func waitEvent(t *testing.T, obj *v1alpha1.Webhook, reason string) {
+func waitEvent(t *testing.T, obj *v1alpha1.Webhook, eventType, reason string) {
 	t.Helper()
 	testenv.Eventually(t, waitFor, func() (bool, string) {
 		var list eventsv1.EventList
@@ -248,13 +252,23 @@ func waitEvent(t *testing.T, obj *v1alpha1.Webhook, reason string) {
 		}
 		var seen []string
 		for _, e := range list.Items {
-			if e.Regarding.UID == obj.UID && e.Reason == reason {
+			if e.Regarding.UID == obj.UID && e.Type == eventType && e.Reason == reason {
 				return true, ""
 			}
-			seen = append(seen, e.Reason)
+			seen = append(seen, e.Type+" "+e.Reason)
 		}
-		return false, fmt.Sprintf("no %s event; saw %v", reason, seen)
+		return false, fmt.Sprintf("no %s %s event; saw %v", eventType, reason, seen)
 	})
+}
+
+// conditions sums up the Webhook's conditions as "Type=Status/Reason", sorted by type.
+func conditions(wh *v1alpha1.Webhook) string {
+	var out []string
+	for _, c := range wh.Status.Conditions {
+		out = append(out, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
 }
 
 // direct drives the reconciler by hand, without a manager, on the test's own namespace.
@@ -293,6 +307,24 @@ func (d *direct) reconcile() ctrl.Result {
 	return res
 }
 
+// reconcileFailing runs a reconcile that must fail and returns the Webhook it left.
+func (d *direct) reconcileFailing() *v1alpha1.Webhook {
+	d.t.Helper()
+	if _, err := d.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: d.key}); err == nil {
+		d.t.Fatal("reconcile succeeded, want a failure")
+	}
+	return d.webhook()
+}
+
+func (d *direct) webhook() *v1alpha1.Webhook {
+	d.t.Helper()
+	wh := &v1alpha1.Webhook{}
+	if err := env.Client.Get(context.Background(), d.key, wh); err != nil {
+		d.t.Fatal(err)
+	}
+	return wh
+}
+
 func (d *direct) keys() (signing.Keys, *v1alpha1.Webhook) {
 	d.t.Helper()
 	wh, secret := &v1alpha1.Webhook{}, &corev1.Secret{}
@@ -327,16 +359,70 @@ func (d *direct) setGrace(grace time.Duration) {
 	}
 }
 
-func (d *direct) sawEvent(reason string) bool {
+// sawEvent reports whether an event of the type and reason was recorded since the last look.
+func (d *direct) sawEvent(eventType, reason string) bool {
 	for {
 		select {
 		case e := <-d.events.Events:
-			if strings.Contains(e, " "+reason+" ") {
+			if strings.HasPrefix(e, eventType+" "+reason+" ") {
 				return true
 			}
 		default:
 			return false
 		}
+	}
+}
+
+// unreachable is an API reader that fails like an API server that is briefly out of reach.
+type unreachable struct{ client.Reader }
+
+func (unreachable) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+}
+
+func TestTransientFailureIsReconcilingWithAWarning(t *testing.T) {
+	d := newDirect(t, "")
+	d.r.APIReader = unreachable{}
+	wh := d.reconcileFailing()
+	if got, want := conditions(wh), "Ready=False/ReconcileFailed Reconciling=True/ReconcileFailed"; got != want {
+		t.Errorf("conditions %s, want %s", got, want)
+	}
+	if wh.Status.ObservedGeneration != wh.Generation {
+		t.Errorf("observedGeneration %d of generation %d: a failed reconcile observed it too", wh.Status.ObservedGeneration, wh.Generation)
+	}
+	if !d.sawEvent(corev1.EventTypeWarning, ReasonReconcileFailed) {
+		t.Error("no ReconcileFailed warning event")
+	}
+
+	d.r.APIReader = env.Client
+	d.reconcile()
+	if got, want := conditions(d.webhook()), "Ready=True/SecretReady"; got != want {
+		t.Errorf("after recovery conditions %s, want %s", got, want)
+	}
+	if d.sawEvent(corev1.EventTypeWarning, ReasonReconcileFailed) {
+		t.Error("a successful reconcile emitted a warning")
+	}
+}
+
+func TestConflictIsStalledUntilTheForeignSecretGoes(t *testing.T) {
+	d := newDirect(t, "")
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: d.key.Namespace, Name: v1alpha1.SigningSecretName(d.key.Name)},
+		StringData: map[string]string{"password": "not ours"}}
+	create(t, foreign)
+	wh := d.reconcileFailing()
+	if got, want := conditions(wh), "Ready=False/SecretConflict Stalled=True/SecretConflict"; got != want {
+		t.Errorf("conditions %s, want %s", got, want)
+	}
+	if !d.sawEvent(corev1.EventTypeWarning, ReasonSecretConflict) {
+		t.Error("no SecretConflict warning event")
+	}
+
+	if err := env.Client.Delete(context.Background(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	d.reconcile()
+	if got, want := conditions(d.webhook()), "Ready=True/SecretReady"; got != want {
+		t.Errorf("after the foreign Secret went, conditions %s, want %s", got, want)
 	}
 }
 
@@ -362,7 +448,7 @@ func TestRotationOverlapAndExpiry(t *testing.T) {
 		!wh.Status.PreviousSecretExpiresAt.Time.Equal(rotatedAt.Add(time.Hour)) {
 		t.Errorf("status = %+v", wh.Status)
 	}
-	if !d.sawEvent(EventSecretRotated) {
+	if !d.sawEvent(corev1.EventTypeNormal, EventSecretRotated) {
 		t.Error("no SecretRotated event")
 	}
 
@@ -386,7 +472,7 @@ func TestRotationOverlapAndExpiry(t *testing.T) {
 	if expired.Previous != "" || expired.Current != keys.Current || wh.Status.PreviousSecretExpiresAt != nil {
 		t.Errorf("at expiry the previous secret must go and the current stay: previous kept=%v, status %+v", expired.Previous != "", wh.Status)
 	}
-	if !d.sawEvent(EventPreviousExpired) {
+	if !d.sawEvent(corev1.EventTypeNormal, EventPreviousExpired) {
 		t.Error("no PreviousSecretExpired event")
 	}
 }
@@ -461,7 +547,7 @@ func TestBrokenSecretIsReplaced(t *testing.T) {
 	if keys, _ := d.keys(); keys.Current == "hunter2" {
 		t.Error("an unusable secret was kept")
 	}
-	if !d.sawEvent(EventSecretReplaced) {
+	if !d.sawEvent(corev1.EventTypeWarning, EventSecretReplaced) {
 		t.Error("no SecretReplaced warning")
 	}
 }

@@ -40,6 +40,12 @@ const (
 
 	// ConditionReady is the condition type of a Webhook whose signing secret is published.
 	ConditionReady = "Ready"
+	// ConditionReconciling is True while the last reconcile failed for a reason expected to
+	// pass (the controller retries); kstatus reads it as InProgress.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True while the controller cannot progress without someone changing
+	// something (a foreign Secret in the way); kstatus reads it as Failed.
+	ConditionStalled = "Stalled"
 
 	// idPrefix and namePrefix map the API id wh_<suffix> to the object name wh-<suffix>
 	// (an underscore is not allowed in a name; the lowercase base32 suffix is).

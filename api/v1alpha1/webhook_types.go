@@ -34,6 +34,8 @@ type WebhookSpec struct {
 	// loopback host (localhost, 127.0.0.1, [::1]) for local development.
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="url must be an absolute URL with a host"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:space:][:cntrl:]]')",message="url must not contain spaces or control characters (percent-encode them)"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getPort() == '' || (url(self).getPort().size() <= 5 && int(url(self).getPort()) >= 1 && int(url(self).getPort()) <= 65535)",message="url must have a port from 1 to 65535"
 	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() == '' || url(self).getScheme() == 'https' || (url(self).getScheme() == 'http' && url(self).getHostname() in ['localhost', '127.0.0.1', '::1'])",message="url must use https:// (http:// is allowed only for localhost, 127.0.0.1 and [::1])"
 	URL string `json:"url"`
 
@@ -65,11 +67,17 @@ type WebhookSpec struct {
 
 // WebhookStatus is what the controller observed and did.
 type WebhookStatus struct {
-	// ObservedGeneration is the generation of the spec the status describes.
+	// ObservedGeneration is the generation of the spec the status describes: the controller
+	// sets it, and each condition's observedGeneration, on every reconcile of that
+	// generation, successful or not. Until it equals metadata.generation the conditions
+	// describe an older spec.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready is True while a signing secret is published.
+	// Conditions: Ready is True while a signing secret is published. When a reconcile fails,
+	// Ready is False and either Reconciling is True (a transient failure, retried) or
+	// Stalled is True (a terminal one, such as a foreign Secret of the signing Secret's name,
+	// that needs someone to act), as kstatus-based tools read them.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -96,7 +104,9 @@ type WebhookStatus struct {
 }
 
 // Webhook is a company's subscription to platform events, delivered as Standard Webhooks
-// signed POSTs. The controller keeps its signing Secret.
+// signed POSTs. The controller keeps its signing Secret. It watches only its own namespace
+// (its --namespace setting): a Webhook applied in another namespace gets no status, no
+// signing Secret and no deliveries.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=wh,categories=partnerstream

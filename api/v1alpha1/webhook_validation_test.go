@@ -62,6 +62,12 @@ func TestTheAPIServerValidatesWebhooks(t *testing.T) {
 			"url must use https://"},
 		{"another scheme is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "ftp://receiver.example/" }, "url must use https://"},
 		{"a relative URL is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "/hooks" }, "url must be an absolute URL with a host"},
+		{"a port beyond 65535 is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "http://127.0.0.1:99999/x" }, "url must have a port from 1 to 65535"},
+		{"port 0 is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://receiver.example:0/x" }, "url must have a port from 1 to 65535"},
+		{"port 65535 is accepted", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://receiver.example:65535/x" }, ""},
+		{"a raw space is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://receiver.example/a b" }, "url must not contain spaces or control characters"},
+		{"a tab is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://receiver.example/a\tb" }, "url must not contain spaces or control characters"},
+		{"a percent-encoded space is accepted", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://receiver.example/a%20b" }, ""},
 		{"a URL longer than 2048 characters is refused", func(w *v1alpha1.Webhook) {
 			w.Spec.URL = "https://receiver.example/" + strings.Repeat("a", 2048)
 		}, "spec.url: Too long"},

@@ -16,7 +16,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/delivery"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/idempotency"
-	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/links"
 	"github.com/partnerstream/partnerstream/internal/outbox"
@@ -24,6 +23,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/programs"
 	"github.com/partnerstream/partnerstream/internal/run"
 	"github.com/partnerstream/partnerstream/internal/stats"
+	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/tracking"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 )
@@ -87,8 +87,9 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	idem := idempotency.NewStore(p.pg, nil)
 	srv := httpapi.New(httpapi.Options{
 		Addr: s.api.Addr, Log: log, Health: p.health, Keys: keys, Sessions: httpapi.SessionAuth(deps.sessions),
-		Idempotency: idem,
-		RateLimit:   httpapi.RateLimit{Requests: s.api.RateLimitRequests, Window: s.api.RateLimitWindow},
+		Idempotency:     idem,
+		RateLimit:       httpapi.RateLimit{Requests: s.api.RateLimitRequests, Window: s.api.RateLimitWindow},
+		FailedAuthLimit: s.api.FailedAuthLimit,
 	})
 	prg := programs.NewService(p.pg, programs.Options{})
 	lks := links.NewService(p.pg, links.Options{BaseURL: s.api.BaseURL})
@@ -109,7 +110,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	srv.MountPartnerships(prg)
 	srv.MountWebhooks(hooks)
 	srv.MountPostbacks(pbs)
-	allow, roots, err := egress(&s.egress)
+	allow, roots, err := egressSettings(&s.egress)
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +133,15 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 		}
 	}
 	loops := []func(context.Context){
-		func(ctx context.Context) { identity.ListenRevocations(ctx, p.pg, log, keys.Forget, keys.Reset) },
+		func(ctx context.Context) {
+			pgstore.Listen(ctx, p.pg, pgstore.Subscription{Channel: auth.RevocationChannel, Notify: keys.Forget, Reset: keys.Reset, Log: log})
+		},
 		func(ctx context.Context) { keys.Run(ctx, 5*time.Second) },
 		func(ctx context.Context) { _ = relay.Run(ctx) },
 		func(ctx context.Context) { _ = recorder.Run(ctx) },
-		func(ctx context.Context) { links.ListenChanges(ctx, p.pg, log, resolver.Invalidate, resolver.Reset) },
+		func(ctx context.Context) {
+			pgstore.Listen(ctx, p.pg, pgstore.Subscription{Channel: links.ChangedChannel, Notify: resolver.Invalidate, Reset: resolver.Reset, Log: log})
+		},
 		func(ctx context.Context) { _ = conversions.AutoApproval{Service: cnv, Log: log}.Run(ctx) },
 		func(ctx context.Context) { run.Every(ctx, time.Hour, log, "prune sign-in state", deps.prune) },
 		hourly("prune idempotency keys", idem.Prune),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/delivery"
+	"github.com/partnerstream/partnerstream/internal/egress"
 	"github.com/partnerstream/partnerstream/internal/ingest"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/run"
@@ -82,7 +83,7 @@ func newDeliverCmd() *cobra.Command {
 // cache of the Webhook subscriptions they read. Without one (dev without a control plane)
 // only postbacks are delivered.
 func newDeliver(p *platform, k *config.Kube, d *config.Deliver, e *config.Egress) ([]run.Component, error) {
-	allow, roots, err := egress(e)
+	allow, roots, err := egressSettings(e)
 	if err != nil {
 		return nil, err
 	}
@@ -120,10 +121,10 @@ func newIngest(p *platform, ch *config.ClickHouse, ing *config.Ingest) (run.Comp
 		BatchSize: ing.BatchSize, BatchInterval: ing.BatchInterval, Log: p.componentLog("ingest"), Health: p.health})
 }
 
-// egress is the SSRF guard's allow-list of the settings, and the CAs receivers are verified
-// with: the system's, plus the operator's extra bundle when there is one.
-func egress(e *config.Egress) ([]netip.Prefix, *x509.CertPool, error) {
-	allow, err := delivery.ParseAllowList(e.AllowCIDRs)
+// egressSettings is the SSRF guard's allow-list of the settings, and the CAs receivers are
+// verified with: the system's, plus the operator's extra bundle when there is one.
+func egressSettings(e *config.Egress) ([]netip.Prefix, *x509.CertPool, error) {
+	allow, err := egress.ParseAllowList(e.AllowCIDRs)
 	if err != nil {
 		return nil, nil, config.Invalid("egress-allow-cidrs", err)
 	}

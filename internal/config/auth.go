@@ -22,7 +22,7 @@ type Session struct {
 }
 
 func (s *Session) Register(fs *pflag.FlagSet) {
-	fs.StringVar(&s.Keys, "session-keys", "", "session signing keys kid:base64(>=32 bytes), comma-separated; the first signs, all verify (see docs/operations.md for rotation)")
+	fs.StringVar(&s.Keys, "session-keys", "", "session signing keys kid:base64(>=32 bytes), comma-separated; the first signs, all verify (see docs/auth.md, section Signing in, for rotation)")
 	fs.DurationVar(&s.AccessTTL, "session-access-ttl", 15*time.Minute, "lifetime of a dashboard access token")
 	fs.DurationVar(&s.RefreshTTL, "session-refresh-ttl", 30*24*time.Hour, "absolute lifetime of a dashboard session (refresh tokens)")
 	fs.BoolVar(&s.InsecureCookies, "session-insecure-cookies", s.DevDefaults, "drop the Secure attribute of session cookies (plain-http development only)")

@@ -148,6 +148,7 @@ type API struct {
 	BaseURL           string
 	RateLimitRequests int
 	RateLimitWindow   time.Duration
+	FailedAuthLimit   int
 	WebhookSecretWait time.Duration
 }
 
@@ -156,6 +157,7 @@ func (a *API) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.BaseURL, "base-url", "http://127.0.0.1:8080", "public URL of the api, used in tracking links and e-mails")
 	fs.IntVar(&a.RateLimitRequests, "rate-limit-requests", 1200, "requests per API key or session per window, per api replica (0 disables)")
 	fs.DurationVar(&a.RateLimitWindow, "rate-limit-window", time.Minute, "window of the per-credential rate limit")
+	fs.IntVar(&a.FailedAuthLimit, "failed-auth-limit", 20, "wrong API keys or session tokens one address may send per minute, per api replica, before it gets 429 for the rest of the minute (0 disables)")
 	fs.DurationVar(&a.WebhookSecretWait, "webhook-secret-wait", 10*time.Second, "how long creating or rotating a webhook waits for the controller to publish its secret")
 }
 
@@ -170,6 +172,9 @@ func (a *API) Validate() error {
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
 	if a.RateLimitRequests < 0 {
 		return Invalid("rate-limit-requests", errors.New("must be 0 (off) or more"))
+	}
+	if a.FailedAuthLimit < 0 {
+		return Invalid("failed-auth-limit", errors.New("must be 0 (off) or more"))
 	}
 	if a.RateLimitWindow < time.Second {
 		return Invalid("rate-limit-window", errors.New("must be at least 1s"))

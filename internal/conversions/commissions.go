@@ -10,11 +10,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/outbox"
 	"github.com/partnerstream/partnerstream/internal/page"
@@ -33,8 +33,8 @@ const (
 // Statuses lists the commission statuses.
 var Statuses = []string{Pending, Approved, Rejected, Paid, Reversed}
 
-// transitions are the only legal status changes (ARCHITECTURE.md section 5). approved -> paid
-// happens only through a payout.
+// transitions are the only legal status changes (docs/architecture.md, "Domain states").
+// approved -> paid happens only through a payout.
 var transitions = map[string][]string{
 	Pending:  {Approved, Rejected},
 	Approved: {Paid, Reversed},
@@ -236,8 +236,8 @@ func (s *Service) ChangeStatus(ctx context.Context, advertiserID, conversionID, 
 }
 
 func checkReason(reason string) error {
-	if utf8.RuneCountInString(reason) > MaxReason || !storable(reason) {
-		return invalid("reason", "must be at most %d characters of UTF-8 text", MaxReason)
+	if msg := freetext.Check(reason, 0, MaxReason, true); msg != "" {
+		return invalid("reason", "%s", msg)
 	}
 	return nil
 }

@@ -140,8 +140,9 @@ func invalid(field, format string, a ...any) error {
 type Options struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// IngestLag: an unknown click whose id says it is younger than this is answered with
-	// ErrClickNotReady (ingestion lag) instead of ErrUnknownClick. DefaultIngestLag when 0.
+	// IngestLag: a click that is unknown or another advertiser's, whose id says it is younger
+	// than this, is answered with ErrClickNotReady (ingestion lag) instead of
+	// ErrUnknownClick. DefaultIngestLag when 0.
 	IngestLag time.Duration
 	// FutureSkew is how far in the future occurred_at may be (client clocks).
 	// DefaultFutureSkew when 0.
@@ -297,22 +298,26 @@ func (s *Service) validate(in *NewConversion, now time.Time) error {
 }
 
 // attribute finds the click and checks it may be credited by this advertiser. A click of
-// another advertiser is "unknown": saying more would tell one advertiser about another's
-// traffic.
+// another advertiser is answered exactly as a click that does not exist: saying more would
+// tell one advertiser about another's traffic.
 func (s *Service) attribute(ctx context.Context, advertiserID string, in NewConversion, now time.Time) (Click, error) {
 	click, err := s.clicks.FindClick(ctx, in.ClickID)
 	switch {
-	case errors.Is(err, ErrClickNotFound):
-		if made, ok := ids.Time(in.ClickID); ok && now.Sub(made) < s.lag && made.Sub(now) < s.skew {
-			return Click{}, ErrClickNotReady
-		}
-		return Click{}, fmt.Errorf("%w: no click %s", ErrUnknownClick, in.ClickID)
-	case err != nil:
+	case err != nil && !errors.Is(err, ErrClickNotFound):
 		return Click{}, fmt.Errorf("%w: %w", ErrAttributionUnavailable, err)
-	case click.AdvertiserID != advertiserID, in.ProgramID != "" && click.ProgramID != in.ProgramID:
-		return Click{}, fmt.Errorf("%w: no click %s", ErrUnknownClick, in.ClickID)
+	case err == nil && click.AdvertiserID == advertiserID:
+		if in.ProgramID != "" && click.ProgramID != in.ProgramID {
+			// The advertiser's own click, of another program: nothing of another company to hide.
+			return Click{}, fmt.Errorf("%w: click %s is of another program", ErrUnknownClick, in.ClickID)
+		}
+		return click, nil
 	}
-	return click, nil
+	// No click, or another advertiser's. Whether it may still be on its way is decided from
+	// the id alone, which the caller holds already, so the two answers cannot differ.
+	if made, ok := ids.Time(in.ClickID); ok && now.Sub(made) < s.lag && made.Sub(now) < s.skew {
+		return Click{}, ErrClickNotReady
+	}
+	return Click{}, fmt.Errorf("%w: no click %s", ErrUnknownClick, in.ClickID)
 }
 
 // terms reads the program of the click and the partnership's override, if any.

@@ -57,8 +57,9 @@ func TestAttributionByClickInsideTheProgramsWindow(t *testing.T) {
 		{"a conversion exactly 30 days after the click is attributed", e.adv, 31 * 24 * time.Hour, e.program, 24 * time.Hour, "", nil},
 		{"a conversion 30 days and a second after the click is expired", e.adv, 31*24*time.Hour + time.Second, e.program, 24 * time.Hour, "EUR", conversions.ErrClickExpired},
 		{"a conversion before the click is expired", e.adv, time.Hour, e.program, 2 * time.Hour, "EUR", conversions.ErrClickExpired},
-		{"another advertiser's click is unknown, not forbidden", other, time.Hour, e.program, time.Minute, "EUR", conversions.ErrUnknownClick},
-		{"a click of another advertiser's program is unknown to this one", e.adv, time.Hour, otherProgram, time.Minute, "EUR", conversions.ErrUnknownClick},
+		// Answered as a missing click, whose id is seconds old here (see below), not forbidden.
+		{"another advertiser's click is a missing one", other, time.Hour, e.program, time.Minute, "EUR", conversions.ErrClickNotReady},
+		{"a click of another advertiser's program is a missing one to this one", e.adv, time.Hour, otherProgram, time.Minute, "EUR", conversions.ErrClickNotReady},
 		{"a currency other than the program's is refused", e.adv, time.Hour, e.program, time.Minute, "USD", conversions.ErrCurrencyMismatch},
 	}
 	for i, c := range cases {
@@ -110,6 +111,39 @@ func TestAnUnknownClickIsNotReadyWhileItsIDIsYoung(t *testing.T) {
 				t.Fatalf("Register = %v, want %v", err, c.want)
 			}
 		})
+	}
+}
+
+// A click of another advertiser is answered exactly as a click id nobody made, whatever the
+// age of its id: not ready while the id is under a minute old, unknown after that.
+func TestAnotherAdvertisersClickIsAnsweredAsAMissingOne(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other := e.company(t, "advertiser")
+	theirs := e.click(t, e.program, e.aff, e.clock.Now().Add(-time.Minute))
+	madeUp := ids.New(ids.Click)
+	made, _ := ids.Time(madeUp)
+	answer := func(err error) string {
+		switch {
+		case errors.Is(err, conversions.ErrClickNotReady):
+			return "not ready"
+		case errors.Is(err, conversions.ErrUnknownClick):
+			return "unknown"
+		}
+		return fmt.Sprint(err)
+	}
+	for _, c := range []struct {
+		age  time.Duration
+		want string
+	}{{0, "not ready"}, {59 * time.Second, "not ready"}, {61 * time.Second, "unknown"}, {time.Hour, "unknown"}} {
+		now := made.Add(c.age)
+		svc := conversions.New(e.db, conversions.NewClickHouseClicks(e.ch, e.chDB), conversions.Options{Now: func() time.Time { return now }})
+		for name, clk := range map[string]string{"another advertiser's click": theirs, "a made-up id": madeUp} {
+			_, _, err := svc.Register(context.Background(), other, conversions.NewConversion{ClickID: clk, ExternalID: "o", OccurredAt: now})
+			if got := answer(err); got != c.want {
+				t.Errorf("%s, its id %s old: %s, want %s", name, c.age, got, c.want)
+			}
+		}
 	}
 }
 

@@ -1,5 +1,6 @@
-// Package delivery sends signed webhooks and postbacks with durable retries (ARCHITECTURE.md
-// section 7, docs/webhooks.md "Delivery").
+// Package delivery sends signed webhooks and postbacks with durable retries
+// (docs/architecture.md, "Delivery: retries, limits and the SSRF guard"; docs/webhooks.md,
+// "Delivery").
 //
 // The deliver component consumes partnerstream.events in its own consumer group. For each
 // event it records one deliveries row per target (the webhooks of both companies subscribed

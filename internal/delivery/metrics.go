@@ -21,7 +21,7 @@ const (
 	reasonRedirect = "redirect"
 	reason4xx      = "status_4xx"
 	reason5xx      = "status_5xx"
-	reasonGone     = "gone"      // 410: the subscription is disabled
+	reasonGone     = "gone"      // 410: a webhook is disabled, a postback only fails
 	reasonNoTarget = "no_target" // the webhook or postback URL no longer exists
 	reasonOther    = "other"
 )

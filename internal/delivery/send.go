@@ -16,13 +16,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/partnerstream/partnerstream/internal/egress"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/version"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
 
-// Limits of one attempt (ARCHITECTURE.md section 7).
+// Limits of one attempt (docs/architecture.md, "Delivery: retries, limits and the SSRF guard").
 const (
 	attemptTimeout = 15 * time.Second
 	connectTimeout = 5 * time.Second
@@ -110,7 +111,7 @@ func newSender(allow []netip.Prefix, roots *x509.CertPool) *sender {
 // Callers bound each request with a context (an attempt has 15 s). The test endpoint of the
 // API sends with it too. roots verifies the receivers' certificates (nil: the system's CAs).
 func NewHTTPClient(allow []netip.Prefix, roots *x509.CertPool) *http.Client {
-	dialer := guardedDialer(allow)
+	dialer := egress.Dialer(allow, connectTimeout)
 	transport := &http.Transport{
 		// No proxy: the guard must see the receiver's address, not a proxy's.
 		Proxy:                 nil,
@@ -236,8 +237,7 @@ func (s *Service) send(ctx context.Context, j job, now time.Time, o *outcome) (f
 	case code >= 200 && code < 300:
 		return failure{}, nil
 	case code == http.StatusGone:
-		s.suspend(j)
-		return failure{reason: reasonGone, permanent: true}, fmt.Errorf("receiver answered %s: the subscription is disabled", resp.Status)
+		return failure{reason: reasonGone, permanent: true}, fmt.Errorf("receiver answered %s: %s", resp.Status, s.suspend(j))
 	case code >= 300 && code < 400:
 		return failure{reason: reasonRedirect}, fmt.Errorf("receiver answered %s: redirects are not followed (Location: %q)", resp.Status, resp.Header.Get("Location"))
 	}
@@ -252,7 +252,7 @@ func (s *Service) send(ctx context.Context, j job, now time.Time, o *outcome) (f
 // classifyTransport names a failure without a response: refused by the guard, timed out,
 // or the connection failed.
 func classifyTransport(err error) (failure, error) {
-	var refused *RefusedError
+	var refused *egress.RefusedError
 	if errors.As(err, &refused) {
 		return failure{reason: reasonSSRF, permanent: true}, refused
 	}
@@ -270,23 +270,24 @@ func classifyTransport(err error) (failure, error) {
 }
 
 // suspend disables the webhook of a 410 answer (a postback only fails: its URL is the
-// company's setting).
-func (s *Service) suspend(j job) {
+// company's setting) and says what became of the target, for the attempt's error.
+func (s *Service) suspend(j job) string {
 	if j.kind != KindWebhook {
 		s.o.Log.Warn("a postback receiver answered 410 Gone; the delivery failed", "company", j.companyID, "delivery", j.id)
-		return
+		return "the delivery failed; the postback URL stays active"
 	}
 	if s.o.Suspender == nil {
 		s.o.Log.Warn("a webhook receiver answered 410 Gone, but no Kubernetes client can suspend it", "webhook", j.targetID)
-		return
+		return "the delivery failed; the subscription could not be disabled here"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.o.Suspender.SuspendWebhook(ctx, j.companyID, j.targetID); err != nil {
 		s.o.Log.Error("suspending a webhook answered with 410 failed", "webhook", j.targetID, "err", err)
-		return
+		return "the delivery failed; disabling the subscription failed"
 	}
 	s.o.Log.Info("suspended a webhook whose receiver answered 410 Gone", "webhook", j.targetID, "company", j.companyID)
+	return "the subscription is disabled"
 }
 
 // retryAfter parses a Retry-After header (seconds or an HTTP date); 0 when absent or invalid.

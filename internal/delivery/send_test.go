@@ -580,3 +580,27 @@ func TestShutdownFinishesTheAttemptInFlightAndReleasesTheRest(t *testing.T) {
 		t.Errorf("%d deliveries are due again after the shutdown, want the 4 claimed but not started", len(due))
 	}
 }
+
+func TestAPostbackAnswered410FailsAndSaysItsURLStaysActive(t *testing.T) {
+	t.Parallel()
+	db, cos := newDB(t, 2)
+	rc := newReceiver(t, answer(410, "gone"))
+	pb := newPostbacks()
+	pb.set(cos[0], rc.URL+"/postback")
+	var suspend suspended
+	s := newService(t, db, Options{Subscriptions: newSubs(), Postbacks: pb, Suspender: &suspend})
+	if n, err := s.record(context.Background(), []events.Envelope{envelope(events.CommissionStatusChanged, cos[0], cos[1])}); err != nil || n != 1 {
+		t.Fatalf("recorded %d deliveries (%v), want the postback", n, err)
+	}
+	s.step(t)
+	r := rows(t, db, "")[0]
+	if r.kind != KindPostback || r.status != StatusFailed || deref(r.lastStatus) != "410" {
+		t.Fatalf("delivery %s: status %s, last status %s; want a failed postback answered 410", r.kind, r.status, deref(r.lastStatus))
+	}
+	if e := deref(r.lastError); e != "receiver answered 410 Gone: the delivery failed; the postback URL stays active" {
+		t.Errorf("error %q does not say what happened", e)
+	}
+	if got := suspend.list(); len(got) != 0 {
+		t.Errorf("a postback's 410 suspended %v", got)
+	}
+}

@@ -34,7 +34,7 @@ type Click struct {
 	LandingURL   string    `json:"landing_url"`
 }
 
-// Domain event types (ARCHITECTURE.md section 6).
+// Domain event types (docs/architecture.md, "Events and their envelope").
 const (
 	ConversionCreated       = "conversion.created"
 	ConversionApproved      = "conversion.approved"
@@ -60,8 +60,8 @@ type Envelope struct {
 }
 
 // ConversionData is the `data` object of the conversion.* and commission.status_changed
-// events, exactly as webhook receivers see it (ARCHITECTURE.md section 6). Amounts are decimal
-// strings in Currency.
+// events, exactly as webhook receivers see it (docs/architecture.md, "The webhook payload").
+// Amounts are decimal strings in Currency.
 type ConversionData struct {
 	ID               string    `json:"id"`     // cnv_...
 	Type             string    `json:"type"`   // sale, lead, signup, install, custom
@@ -97,7 +97,8 @@ type PartnershipData struct {
 	CreatedAt    time.Time `json:"created_at"`
 }
 
-// webhookBody is the body of a webhook or postback delivery (ARCHITECTURE.md section 6).
+// webhookBody is the body of a webhook or postback delivery (docs/architecture.md, "The webhook
+// payload").
 type webhookBody struct {
 	Event     string          `json:"event"`
 	Data      json.RawMessage `json:"data"`

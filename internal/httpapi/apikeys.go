@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/page"
@@ -51,8 +51,8 @@ func (s *Server) MountAPIKeys(store APIKeyStore) {
 			return err
 		}
 		in.Name = strings.TrimSpace(in.Name)
-		if in.Name == "" || utf8.RuneCountInString(in.Name) > 100 {
-			return Invalid(FieldError{Field: "name", Message: "must be 1 to 100 characters"})
+		if msg := freetext.Check(in.Name, 1, 100, false); msg != "" {
+			return Invalid(FieldError{Field: "name", Message: msg})
 		}
 		key, rec, err := store.CreateAPIKey(c.UserContext(), Caller(c).CompanyID, in.Name)
 		if err != nil {

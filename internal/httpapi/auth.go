@@ -163,15 +163,22 @@ func (s *Server) MountAuth(in SignIn, sessions Sessions, accounts Accounts, inse
 		if body.RefreshToken == "" {
 			return NewProblem(fiber.StatusUnauthorized, "missing_credentials", "send refresh_token or the refresh cookie")
 		}
-		t, err := sessions.Refresh(c.UserContext(), body.RefreshToken)
-		if err != nil {
+		var t session.Tokens
+		err := s.credential(c, func(c *fiber.Ctx) (err error) {
+			t, err = sessions.Refresh(c.UserContext(), body.RefreshToken)
 			return sessionProblem(err)
+		})
+		if err != nil {
+			return err
 		}
 		sessions.SetCookies(c, t)
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return c.JSON(newSessionResponse(t))
 	})
 	s.Public(fiber.MethodGet, "/api/auth/oauth/:provider/start", func(c *fiber.Ctx) error {
+		if !oidclogin.Supported(c.Params("provider")) {
+			return notFound(c)
+		}
 		var reg *signin.Registration
 		if kind := c.Query("company_kind"); kind != "" {
 			reg = &signin.Registration{CompanyKind: kind, CompanyName: c.Query("company_name"), Locale: localeOf(c, c.Query("locale"))}
@@ -185,6 +192,9 @@ func (s *Server) MountAuth(in SignIn, sessions Sessions, accounts Accounts, inse
 		return c.Redirect(authURL, fiber.StatusFound)
 	})
 	s.Public(fiber.MethodGet, "/api/auth/oauth/:provider/callback", func(c *fiber.Ctx) error {
+		if !oidclogin.Supported(c.Params("provider")) {
+			return notFound(c)
+		}
 		state := c.Query("state")
 		cookie := c.Cookies(oauthStateCookie)
 		c.ClearCookie(oauthStateCookie)

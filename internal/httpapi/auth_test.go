@@ -89,6 +89,37 @@ func TestMagicCodeSignUpThenSignIn(t *testing.T) {
 	}
 }
 
+func TestAskingForTheRegistrationLeavesTheCodeValid(t *testing.T) {
+	f := newFixture(t)
+	email := "two.steps@example.test"
+	code := f.code(t, email)
+	verify := func(extra string) response {
+		return f.do(t, "POST", "/api/auth/magic-code/verify", nil, `{"email":"`+email+`","code":"`+code+`"`+extra+`}`)
+	}
+	for range 2 {
+		if r := verify(""); r.status != 422 || r.body["code"] != "registration_required" {
+			t.Fatalf("a new address without sign-up details: %d %s", r.status, r.raw)
+		}
+	}
+	up := verify(`,"company_kind":"affiliate","company_name":"Two Steps"`)
+	if up.status != 200 || up.body["registered"] != true {
+		t.Fatalf("the same code with the sign-up details: %d %s", up.status, up.raw)
+	}
+	if r := verify(`,"company_kind":"affiliate","company_name":"Two Steps"`); r.status != 401 || r.body["code"] != "invalid_code" {
+		t.Fatalf("the code after the sign-up: %d %s, want it used", r.status, r.raw)
+	}
+}
+
+func TestASignUpNameIsFreeTextWithoutControlCharacters(t *testing.T) {
+	f := newFixture(t)
+	email := "ctl@example.test"
+	code := f.code(t, email)
+	r := f.do(t, "POST", "/api/auth/magic-code/verify", nil, `{"email":"`+email+`","code":"`+code+`","company_kind":"affiliate","company_name":"Evil\r\nCo"}`)
+	if r.status != 400 || !strings.Contains(r.raw, "must not contain control characters") {
+		t.Fatalf("a company name with CR/LF: %d %s", r.status, r.raw)
+	}
+}
+
 func TestWrongCodesAreRefusedAlikeAndLockAfterFive(t *testing.T) {
 	f := newFixture(t)
 	email := "locked@example.test"
@@ -159,6 +190,20 @@ func TestAKeyMadeInTheDashboardWorksUntilRevoked(t *testing.T) {
 	}
 	if r := f.do(t, "GET", "/api/partner-api/me", use, ""); r.status != 401 {
 		t.Fatalf("a revoked key still works: %d", r.status)
+	}
+}
+
+func TestAKeyNameIsFreeTextWithoutControlCharacters(t *testing.T) {
+	f := newFixture(t)
+	s := bearerOf(f.signUp(t, "names@example.test", "advertiser"))
+	for _, name := range []string{`"a\u0007b"`, `"ci\r\nX-Injected: 1"`, `""`, `"` + strings.Repeat("k", 101) + `"`} {
+		r := f.do(t, "POST", "/api/api-keys", s, `{"name":`+name+`}`)
+		if r.status != 400 || r.body["code"] != "validation_failed" || !strings.Contains(r.raw, `"field":"name"`) {
+			t.Errorf("name %s: %d %s, want 400 validation_failed on name", name, r.status, r.raw)
+		}
+	}
+	if r := f.do(t, "POST", "/api/api-keys", s, `{"name":"  Reporting – ñ  "}`); r.status != 201 || r.body["name"] != "Reporting – ñ" {
+		t.Fatalf("a plain name: %d %s", r.status, r.raw)
 	}
 }
 

@@ -191,25 +191,42 @@ func TestRegisteringConversionsOverHTTP(t *testing.T) {
 	if r := f.do(t, "POST", "/api/v1/conversions", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "z"}`, zero)); r.status != 422 || r.body["code"] != "unknown_click" {
 		t.Fatalf("unknown click: %d %s", r.status, r.raw)
 	}
-	// Another advertiser's key cannot use our click: unknown, not forbidden.
-	if r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": f.otherAdvertiserKey(t)},
-		fmt.Sprintf(`{"click_id": %q, "external_id": "theirs"}`, f.click(t))); r.status != 422 || r.body["code"] != "unknown_click" {
-		t.Fatalf("another advertiser's click: %d %s", r.status, r.raw)
+}
+
+// Another advertiser's click cannot be used, and the answer does not tell that it exists: it
+// is exactly the answer to an id nobody made, on both routes that register conversions.
+func TestAnotherAdvertisersClickGetsTheAnswerOfAMissingOne(t *testing.T) {
+	f := newConversionsFixture(t)
+	ctx := context.Background()
+	other, key := f.company(t, identity.Advertiser)
+	postback, err := f.svc.RotatePostbackToken(ctx, other, f.newProgram(t, other, "EUR"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := map[string]func(clk string) response{
+		"POST /api/v1/conversions": func(clk string) response {
+			return f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": key}, `{"click_id":"`+clk+`","external_id":"o"}`)
+		},
+		"GET /postback": func(clk string) response {
+			return f.do(t, "GET", "/postback?token="+postback+"&click_id="+clk+"&external_id=o&amount=1", nil, "")
+		},
+	}
+	theirs, madeUp := f.click(t), ids.New(ids.Click) // both ids are seconds old
+	for route, do := range send {
+		a, b := do(theirs), do(madeUp)
+		if a.status != b.status || a.body["code"] != b.body["code"] || a.body["detail"] != b.body["detail"] || a.header.Get("Retry-After") != b.header.Get("Retry-After") {
+			t.Errorf("%s: another advertiser's click gets %d %v, a made-up id %d %v", route, a.status, a.body["code"], b.status, b.body["code"])
+		}
+		if a.status != 503 || a.body["code"] != "click_not_ready" {
+			t.Errorf("%s: a click id seconds old that is not the caller's: %d %s, want 503 click_not_ready", route, a.status, a.raw)
+		}
 	}
 }
 
 // otherAdvertiserKey makes a second advertiser and returns its API key.
 func (f *conversionsFixture) otherAdvertiserKey(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
-	co, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: identity.Advertiser, Name: "other", OwnerEmail: ids.New("usr") + "@example.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := f.ids.CreateAPIKey(ctx, co.ID, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, key := f.company(t, identity.Advertiser)
 	return key
 }
 

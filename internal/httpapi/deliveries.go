@@ -229,7 +229,10 @@ type webhookTestInput struct {
 
 // webhookTest is a sample delivery: the exact body and the headers a delivery of it carries.
 type webhookTest struct {
+	// Body is the exact bytes a verifier checks; Payload is the same event as a JSON object,
+	// for a person or a generated client.
 	Body    string            `json:"body"`
+	Payload json.RawMessage   `json:"payload"`
 	Headers map[string]string `json:"headers"`
 	// Secret is the example secret it was signed with, when the request named none.
 	Secret string          `json:"secret,omitempty"`
@@ -314,7 +317,7 @@ func (d deliveryHandlers) test(c *fiber.Ctx) error {
 	}
 	msgID := ids.New(ids.Delivery)
 	sig := signing.Sign(msgID, now, body, keys...)
-	out.Body = string(body)
+	out.Body, out.Payload = string(body), body
 	out.Headers = map[string]string{
 		"content-type":        fiber.MIMEApplicationJSON,
 		"webhook-id":          msgID,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -328,6 +329,7 @@ func TestRetryFailedQueuesTheCompanysFailedDeliveriesAndCountsThem(t *testing.T)
 // sample is a test endpoint answer.
 type sample struct {
 	Body    string            `json:"body"`
+	Payload json.RawMessage   `json:"payload"`
 	Headers map[string]string `json:"headers"`
 	Secret  string            `json:"secret"`
 	Sent    *struct {
@@ -370,6 +372,11 @@ func TestTheTestEndpointSignsASampleAsADeliveryWould(t *testing.T) {
 	f := newDeliveryFixture(t)
 	s := f.sample(t, f.advKey, "")
 	verify(t, s.Secret, []byte(s.Body), s.Headers)
+	// payload is the same event as an object, for people and generated clients.
+	var asObject, asBody map[string]any
+	if err := json.Unmarshal(s.Payload, &asObject); err != nil || json.Unmarshal([]byte(s.Body), &asBody) != nil || !reflect.DeepEqual(asObject, asBody) {
+		t.Fatalf("payload %s is not body %s as an object (%v)", s.Payload, s.Body, err)
+	}
 	if s.Headers["X-Webhook-Signature"] != s.Headers["webhook-signature"] || !strings.HasPrefix(s.Headers["webhook-id"], "msg_") {
 		t.Fatalf("headers %v", s.Headers)
 	}

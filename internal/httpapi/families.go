@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"html"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -61,11 +62,24 @@ const (
 //   - /api/* (dashboard): a session; an API key is refused, even a valid one;
 //
 // except the public sign-in routes, which need no credentials.
+//
+// A refusal of a path no route serves is a 404 instead, as it is with valid credentials.
 func (s *Server) families(c *fiber.Ctx) error {
+	if err := s.authenticate(c); err != nil {
+		if !s.knownRoute(c.Path()) {
+			return notFound(c)
+		}
+		return err
+	}
+	return c.Next()
+}
+
+// authenticate applies the family's rules and sets the caller.
+func (s *Server) authenticate(c *fiber.Ctx) error {
 	path := c.Path()
 	switch {
 	case strings.HasPrefix(path, prefixV1) || path == strings.TrimSuffix(prefixV1, "/"):
-		if err := s.authenticateKey(c); err != nil {
+		if err := s.credential(c, s.authenticateKey); err != nil {
 			return err
 		}
 	case strings.HasPrefix(path, prefixPartner) || path == strings.TrimSuffix(prefixPartner, "/"):
@@ -73,7 +87,7 @@ func (s *Server) families(c *fiber.Ctx) error {
 			c.Set(fiber.HeaderAllow, "GET, HEAD")
 			return NewProblem(fiber.StatusMethodNotAllowed, "method_not_allowed", "the partner API is read-only: use GET")
 		}
-		if err := s.authenticateKey(c); err != nil {
+		if err := s.credential(c, s.authenticateKey); err != nil {
 			return err
 		}
 	case strings.HasPrefix(path, prefixAPI) && !s.isPublic(path):
@@ -84,18 +98,128 @@ func (s *Server) families(c *fiber.Ctx) error {
 		if s.sessions == nil {
 			return NewProblem(fiber.StatusUnauthorized, "missing_credentials", "sign in to use the dashboard API")
 		}
-		p, err := s.sessions.AuthenticateSession(c)
-		if err != nil {
+		if err := s.credential(c, s.authenticateSession); err != nil {
 			return err
 		}
-		c.Locals(principalKey, p)
 	default:
-		return c.Next()
+		return nil
 	}
-	if err := s.limiter.allow(c, Caller(c).ID()); err != nil {
+	return s.limiter.allow(c, Caller(c).ID())
+}
+
+// credential runs authenticate unless the address is throttled for failed credentials, and
+// counts a wrong credential against it.
+func (s *Server) credential(c *fiber.Ctx, authenticate func(*fiber.Ctx) error) error {
+	if err := s.failedAuth.check(c); err != nil {
 		return err
 	}
-	return c.Next()
+	err := authenticate(c)
+	if err != nil {
+		s.failedAuth.record(c, err)
+	}
+	return err
+}
+
+func (s *Server) authenticateSession(c *fiber.Ctx) error {
+	p, err := s.sessions.AuthenticateSession(c)
+	if err != nil {
+		return err
+	}
+	c.Locals(principalKey, p)
+	return nil
+}
+
+// knownRoute reports whether any route, of any method, serves path. It runs for refused
+// requests only, which an attacker sends by the thousand, so the routes are split once (again
+// when routes were added) and matched segment by segment; a template with syntax beyond
+// ":param" and "*" is left to Fiber's slower matcher.
+func (s *Server) knownRoute(path string) bool {
+	idx := s.routes.Load()
+	if n := s.app.HandlersCount(); idx == nil || idx.handlers != n {
+		idx = &routeIndex{handlers: n}
+		seen := map[string]bool{}
+		for _, r := range s.app.GetRoutes(true) {
+			if seen[r.Path] {
+				continue
+			}
+			seen[r.Path] = true
+			if t := segments(r.Path); plain(t) {
+				idx.templates = append(idx.templates, t)
+			} else {
+				idx.other = append(idx.other, r.Path)
+			}
+		}
+		s.routes.Store(idx)
+	}
+	segs := segments(path)
+	for _, t := range idx.templates {
+		if matchSegments(t, segs) {
+			return true
+		}
+	}
+	cfg := s.app.Config()
+	for _, p := range idx.other {
+		if fiber.RoutePatternMatch(path, p, cfg) {
+			return true
+		}
+	}
+	return false
+}
+
+// routeIndex is the server's route templates, as of a number of handlers.
+type routeIndex struct {
+	handlers  uint32
+	templates [][]string
+	other     []string
+}
+
+// segments splits a path or template; a trailing slash does not count (Fiber's routing is
+// not strict).
+func segments(path string) []string {
+	if len(path) > 1 {
+		path = strings.TrimSuffix(path, "/")
+	}
+	return strings.Split(path, "/")
+}
+
+// plain reports whether matchSegments covers a template: static segments, ":param" alone in
+// its segment, and "*" alone.
+func plain(tmpl []string) bool {
+	for _, t := range tmpl {
+		if t == "*" {
+			continue
+		}
+		if strings.ContainsAny(t, "*+?<") || strings.Contains(t[min(1, len(t)):], ":") ||
+			strings.HasPrefix(t, ":") && strings.ContainsAny(t, ".-~") {
+			return false
+		}
+	}
+	return true
+}
+
+// matchSegments matches a path against a template: ":param" takes any one non-empty
+// segment, "*" the rest of the path.
+func matchSegments(tmpl, segs []string) bool {
+	for i, t := range tmpl {
+		switch {
+		case t == "*":
+			return true
+		case i >= len(segs):
+			return false
+		case strings.HasPrefix(t, ":"):
+			if segs[i] == "" {
+				return false
+			}
+		case t != segs[i]:
+			return false
+		}
+	}
+	return len(tmpl) == len(segs)
+}
+
+// notFound is the answer to a path no route serves, the same as Fiber's own.
+func notFound(c *fiber.Ctx) error {
+	return NewProblem(fiber.StatusNotFound, "not_found", "Cannot "+c.Method()+" "+html.EscapeString(c.Path()))
 }
 
 func bearer(c *fiber.Ctx) string {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,9 +25,11 @@ import (
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/magiccode"
 	"github.com/partnerstream/partnerstream/internal/mailer"
+	"github.com/partnerstream/partnerstream/internal/metrics"
 	"github.com/partnerstream/partnerstream/internal/oidclogin"
 	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/signin"
+	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
@@ -130,6 +133,7 @@ func (f *fixture) do(t *testing.T, method, path string, headers map[string]strin
 
 func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
 	f := newFixture(t)
+	f.srv.App().Get("/api/v1/echo", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"company_id": httpapi.Caller(c).CompanyID}) })
 	revokedCo, _, _ := f.ids.CreateCompany(context.Background(), identity.NewCompany{Kind: identity.Affiliate, Name: "gone", OwnerEmail: "gone@example.test"})
 	revoked, rec, _ := f.ids.CreateAPIKey(context.Background(), revokedCo.ID, "old")
 	if _, err := f.ids.RevokeAPIKey(context.Background(), revokedCo.ID, rec.ID); err != nil {
@@ -143,16 +147,25 @@ func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
 		status  int
 		code    string
 	}{
-		{"v1 without a key is 401", "GET", "/api/v1/programs", nil, 401, "missing_credentials"},
-		{"v1 with a malformed key is 401", "GET", "/api/v1/programs", map[string]string{"x-api-key": "ps_short"}, 401, "invalid_api_key"},
-		{"v1 with a revoked key is 401", "GET", "/api/v1/programs", map[string]string{"x-api-key": revoked}, 401, "invalid_api_key"},
+		{"v1 without a key is 401", "GET", "/api/v1/echo", nil, 401, "missing_credentials"},
+		{"v1 with a malformed key is 401", "GET", "/api/v1/echo", map[string]string{"x-api-key": "ps_short"}, 401, "invalid_api_key"},
+		{"v1 with a revoked key is 401", "GET", "/api/v1/echo", map[string]string{"x-api-key": revoked}, 401, "invalid_api_key"},
+		{"v1 of a route that does not exist is 404 without a key", "GET", "/api/v1/no-such-route", nil, 404, "not_found"},
+		{"another version is 404, not 401", "GET", "/api/v2/programs", nil, 404, "not_found"},
+		{"a dashboard route that does not exist is 404 without a session", "GET", "/api/no-such-route", map[string]string{"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.e30.x"}, 404, "not_found"},
+		{"partner-api POST to a route that does not exist is 404", "POST", "/api/partner-api/no-such-route", nil, 404, "not_found"},
+		{"an unknown sign-in provider is 404", "GET", "/api/auth/oauth/facebook/start", nil, 404, "not_found"},
+		{"an unknown sign-in provider's callback is 404", "GET", "/api/auth/oauth/facebook/callback?state=x&code=y", nil, 404, "not_found"},
+		{"a route spelled in other case is no route (it would skip the credential rules)", "GET", "/API/api-keys", nil, 404, "not_found"},
+		{"a partner route spelled in other case is no route", "GET", "/Api/partner-api/me", nil, 404, "not_found"},
+		{"a known route with a wrong method is still refused for its credentials first", "DELETE", "/api/api-keys", nil, 401, "missing_credentials"},
 		{"v1 with a valid key passes authentication", "GET", "/api/v1/no-such-route", map[string]string{"x-api-key": f.adv}, 404, "not_found"},
 		{"v1 takes the key as a bearer token", "GET", "/api/v1/no-such-route", map[string]string{"Authorization": "Bearer " + f.adv}, 404, "not_found"},
 		{"partner-api refuses POST with 405", "POST", "/api/partner-api/me", map[string]string{"x-api-key": f.adv}, 405, "method_not_allowed"},
 		{"partner-api without a key is 401", "GET", "/api/partner-api/me", nil, 401, "missing_credentials"},
 		{"partner-api with a session-like token is 401", "GET", "/api/partner-api/me", map[string]string{"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.e30.x"}, 401, "invalid_api_key"},
 		{"the dashboard refuses a valid API key in x-api-key", "GET", "/api/api-keys", map[string]string{"x-api-key": f.adv}, 401, "api_key_not_allowed"},
-		{"the dashboard refuses a valid API key as a bearer token", "GET", "/api/webhooks", map[string]string{"Authorization": "Bearer " + f.adv}, 401, "api_key_not_allowed"},
+		{"the dashboard refuses a valid API key as a bearer token", "GET", "/api/auth/me", map[string]string{"Authorization": "Bearer " + f.adv}, 401, "api_key_not_allowed"},
 		{"the dashboard without a session is 401", "GET", "/api/api-keys", nil, 401, "missing_credentials"},
 	}
 	for _, c := range cases {
@@ -195,10 +208,7 @@ func TestRevocationTakesEffectAtOnceEvenWhenCached(t *testing.T) {
 		t.Fatalf("before revocation: %d", r.status)
 	}
 	// Revoke through the store the way another replica would, with the listener evicting.
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go identity.ListenRevocations(lctx, f.db, quiet, f.keys.Forget, f.keys.Reset)
-	time.Sleep(200 * time.Millisecond) // let LISTEN start
+	pgtest.Listen(t, f.db, pgstore.Subscription{Channel: auth.RevocationChannel, Notify: f.keys.Forget, Reset: f.keys.Reset})
 	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.adv))
 	if err != nil {
 		t.Fatal(err)
@@ -302,4 +312,85 @@ func TestBadInputIsAProblemNeverA500(t *testing.T) {
 			t.Errorf("%s: status %d, want a 4xx problem (%s)", name, r.status, r.raw)
 		}
 	}
+}
+
+// An unknown provider is a 404 even where no sign-in provider is configured at all (it
+// used to be 503 sign_in_disabled there).
+func TestAnUnknownProviderIs404WithoutOAuth(t *testing.T) {
+	srv := httpapi.New(httpapi.Options{Addr: "127.0.0.1:0", Log: quiet, Health: health.NewRegistry()})
+	srv.MountAuth(signin.New(nil, nil, nil, nil), nil, nil, false)
+	for path, want := range map[string]int{"/api/auth/oauth/facebook/start": 404, "/api/auth/oauth/google/start": 503} {
+		resp, err := srv.App().Test(httptest.NewRequest("GET", path, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
+func TestAnAddressThatKeepsFailingCredentialsIsThrottled(t *testing.T) {
+	now := time.Now()
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	f := newFixture(t, func(o *httpapi.Options) { o.FailedAuthLimit, o.Now = 3, clock })
+	good := map[string]string{"x-api-key": f.adv}
+	for range 10 {
+		if r := f.do(t, "GET", "/api/partner-api/me", good, ""); r.status != 200 {
+			t.Fatalf("a valid key: %d %s", r.status, r.raw)
+		}
+	}
+	throttled := counterValue(t, "partnerstream_credential_throttled_total")
+	failures := map[string]string{"x-api-key": "ps_live_" + strings.Repeat("x", 40)}
+	badSession := map[string]string{"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.e30.x"}
+	// The missing credential of a signed-out browser counts nothing.
+	for range 5 {
+		if r := f.do(t, "GET", "/api/api-keys", nil, ""); r.status != 401 {
+			t.Fatalf("without a session: %d", r.status)
+		}
+	}
+	for _, w := range []struct {
+		path    string
+		headers map[string]string
+		code    string
+	}{{"/api/partner-api/me", failures, "invalid_api_key"}, {"/api/api-keys", badSession, "invalid_session"}, {"/api/v1/no-such-route", failures, "not_found"}} {
+		if r := f.do(t, "GET", w.path, w.headers, ""); r.body["code"] != w.code {
+			t.Fatalf("GET %s with a wrong credential: %d %s, want %s", w.path, r.status, r.raw, w.code)
+		}
+	}
+	for _, h := range []map[string]string{failures, good, badSession} {
+		r := f.do(t, "GET", "/api/partner-api/me", h, "")
+		if r.status != 429 || r.body["code"] != "too_many_failed_credentials" || r.header.Get("Retry-After") == "" {
+			t.Fatalf("after 3 wrong credentials: %d %v %s, want 429 with Retry-After", r.status, r.header, r.raw)
+		}
+	}
+	if got := counterValue(t, "partnerstream_credential_throttled_total") - throttled; got != 3 {
+		t.Errorf("the throttled counter grew by %v, want 3", got)
+	}
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	if r := f.do(t, "GET", "/api/partner-api/me", good, ""); r.status != 200 {
+		t.Fatalf("a minute later: %d %s", r.status, r.raw)
+	}
+}
+
+// counterValue sums a counter's series in the process's registry.
+func counterValue(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := metrics.Gatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range families {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

@@ -8,13 +8,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/health"
+	"github.com/partnerstream/partnerstream/internal/programs"
 )
 
 // fuzzServer is the api server with its error handling, plus routes that decode exactly as
@@ -34,7 +37,17 @@ type fuzzInput struct {
 	Public   bool            `json:"public"`
 	Events   []string        `json:"events"`
 	Metadata json.RawMessage `json:"metadata"`
+	Rule     *fuzzRule       `json:"commission"`
+	Starts   time.Time       `json:"starts_at"`
 }
+
+type fuzzRule struct {
+	Type    string                   `json:"type"`
+	Percent programs.Optional[int64] `json:"percent"`
+}
+
+// goTypeWords are what a problem would show of a Go type instead of the API's words.
+var goTypeWords = regexp.MustCompile(`httpapi\.|programs\.|fuzz|int64|float64|\[\]|map\[|struct|\*`)
 
 type fuzzPostbacks struct{ got *conversions.NewConversion }
 
@@ -73,7 +86,7 @@ func newFuzzServer() *fuzzServer {
 
 // do sends a request and checks what every answer must be: no 5xx, and every error an RFC
 // 9457 problem.
-func (f *fuzzServer) do(t *testing.T, req *http.Request, allowed ...int) {
+func (f *fuzzServer) do(t *testing.T, req *http.Request, allowed ...int) []byte {
 	t.Helper()
 	resp, err := f.srv.app.Test(req, 5000)
 	if err != nil {
@@ -91,16 +104,19 @@ func (f *fuzzServer) do(t *testing.T, req *http.Request, allowed ...int) {
 	if resp.StatusCode >= 400 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
 		t.Fatalf("%s %s: error %d is %s, not a problem: %s", req.Method, req.URL, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
+	return body
 }
 
 // DecodeJSON reads every request body: any bytes and content type give the decoded value, a
-// 400 or a 415, never a 500.
+// 400 or a 415, never a 500, and a problem's detail speaks JSON, never of Go types.
 func FuzzDecodeJSON(f *testing.F) {
 	for _, seed := range []struct{ body, ct string }{
 		{`{"name":"x","amount":"42.50","limit":3,"hold_days":null,"events":["a"],"metadata":{"k":[1,2]}}`, "application/json"},
 		{`{"name":1}`, "application/json"}, {`{"unknown":1}`, "application/json"}, {`{} {}`, "application/json"},
 		{``, ""}, {`[`, "application/json; charset=utf-8"}, {`{"limit":1e400}`, "application/json"}, {`{}`, "text/plain"},
 		{`{"name":"\ud800"}`, "application/json"}, {`null`, "application/json"},
+		{`[]`, "application/json"}, {`"x"`, "application/json"}, {`{"commission":5}`, "application/json"},
+		{`{"commission":{"percent":"5"}}`, "application/json"}, {`{"events":{}}`, "application/json"},
 	} {
 		f.Add([]byte(seed.body), seed.ct)
 	}
@@ -110,7 +126,13 @@ func FuzzDecodeJSON(f *testing.F) {
 		if contentType != "" {
 			req.Header.Set("Content-Type", contentType)
 		}
-		s.do(t, req, http.StatusOK, http.StatusBadRequest, http.StatusUnsupportedMediaType, http.StatusRequestEntityTooLarge)
+		answer := s.do(t, req, http.StatusOK, http.StatusBadRequest, http.StatusUnsupportedMediaType, http.StatusRequestEntityTooLarge)
+		var p struct{ Status int }
+		if json.Unmarshal(answer, &p) == nil && p.Status >= 400 {
+			if w := goTypeWords.Find(answer); w != nil {
+				t.Fatalf("body %q: the problem names %q of a Go type: %s", body, w, answer)
+			}
+		}
 	})
 }
 

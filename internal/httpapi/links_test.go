@@ -20,6 +20,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/links"
 	"github.com/partnerstream/partnerstream/internal/links/linkstest"
+	"github.com/partnerstream/partnerstream/internal/store/pgstore"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 	"github.com/partnerstream/partnerstream/internal/tracking"
 	"github.com/partnerstream/partnerstream/internal/tracking/trackingtest"
 )
@@ -67,9 +69,7 @@ func newTrackingFixture(t *testing.T, mode tracking.Mode) *trackingFixture {
 	}
 	trackingtest.RunRecorder(t, f.recorder)
 	resolver := tracking.NewResolver(f.links, tracking.ResolverOptions{})
-	listening := make(chan struct{}, 1)
-	go links.ListenChanges(ctx, f.db, quiet, resolver.Invalidate, func() { resolver.Reset(); listening <- struct{}{} })
-	<-listening
+	pgtest.Listen(t, f.db, pgstore.Subscription{Channel: links.ChangedChannel, Notify: resolver.Invalidate, Reset: resolver.Reset})
 	f.srv.MountTracking(f.links, tracking.NewService(resolver, f.recorder, tracking.ServiceOptions{}), httpapi.TrackingOptions{SecureCookies: true})
 	return f
 }
@@ -302,6 +302,24 @@ func TestClickRedirect(t *testing.T) {
 		linkstest.Partnership(t, f.db, program, f.affID, "approved")
 		other := f.createLink(t, fmt.Sprintf(`{"program_id":%q}`, program))["code"].(string)
 		clickID(t, newBrowser(base).get(t, "GET", "/c/"+other, nil), "https://named.example.test/", "aff_click")
+	})
+	t.Run("a browser with 12 KiB of cookies is redirected", func(t *testing.T) {
+		var cookies []string
+		for i := range 52 {
+			cookies = append(cookies, fmt.Sprintf("shop_pref_%02d=%s", i, strings.Repeat("v", 240)))
+		}
+		header := strings.Join(cookies, "; ")
+		if len(header) < 12<<10 {
+			t.Fatalf("the cookies are %d bytes", len(header))
+		}
+		clickID(t, newBrowser(base).get(t, "GET", "/c/"+code, map[string]string{"Cookie": header}), landing, "ps_click_id")
+	})
+	t.Run("control characters in sub-ids are dropped before the click is stored", func(t *testing.T) {
+		id := clickID(t, newBrowser(base).get(t, "GET", "/c/"+code+"?sub1=%0d%0aSet-Cookie:%20x&sub3=a%07b%00c&sub4=%0d%0a", nil), landing, "ps_click_id")
+		c := clickOf(t, f, id)
+		if c.Sub1 != "Set-Cookie: x" || c.Sub2 != "d2" || c.Sub3 != "abc" || c.Sub4 != "" {
+			t.Fatalf("subs %q %q %q %q, want the control characters dropped (and the link's default where nothing is left)", c.Sub1, c.Sub2, c.Sub3, c.Sub4)
+		}
 	})
 	t.Run("HEAD answers where the link goes and records nothing", func(t *testing.T) {
 		before := len(trackingtest.ReadClicksOnce(t, f.broker.Config))

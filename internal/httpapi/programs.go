@@ -25,14 +25,19 @@ type ProgramService interface {
 // MountPrograms adds the program and promotion routes: reading in every family (each caller
 // sees what docs/programs.md says), managing in the dashboard.
 func (s *Server) MountPrograms(svc ProgramService) {
-	listPrograms := func(c *fiber.Ctx) error {
-		p, err := PageRequest(c)
-		if err != nil {
-			return err
+	// The partner API lists only the caller's programs (partnered); the catalogue an
+	// affiliate browses to find new ones is /api/v1/programs.
+	listing := func(partnered bool) fiber.Handler {
+		return func(c *fiber.Ctx) error {
+			p, err := PageRequest(c)
+			if err != nil {
+				return err
+			}
+			list, next, err := svc.ListPrograms(c.UserContext(), programsActor(c), programs.ProgramFilter{Status: c.Query("status"), Partnered: partnered}, p)
+			return programsList(c, list, next, err)
 		}
-		list, next, err := svc.ListPrograms(c.UserContext(), programsActor(c), programs.ProgramFilter{Status: c.Query("status")}, p)
-		return programsList(c, list, next, err)
 	}
+	listPrograms := listing(false)
 	getProgram := func(c *fiber.Ctx) error {
 		p, err := svc.Program(c.UserContext(), programsActor(c), c.Params("id"))
 		return programsJSON(c, fiber.StatusOK, p, err)
@@ -55,7 +60,7 @@ func (s *Server) MountPrograms(svc ProgramService) {
 	s.app.Get("/api/v1/programs", listPrograms)
 	s.app.Get("/api/v1/programs/:id", getProgram)
 	s.app.Get("/api/v1/promotions", listPromotions(func(c *fiber.Ctx) string { return c.Query("program_id") }))
-	s.app.Get("/api/partner-api/programs", listPrograms)
+	s.app.Get("/api/partner-api/programs", listing(true))
 
 	s.app.Get("/api/programs", listPrograms)
 	s.app.Post("/api/programs", s.Idempotent(func(c *fiber.Ctx) error {

@@ -148,8 +148,11 @@ func TestProgramRoutes(t *testing.T) {
 		}
 	})
 	t.Run("each family lists what its caller sees", func(t *testing.T) {
-		if got := prgIDs(t, f.do(t, "GET", "/api/partner-api/programs", prgKey(f.aff), "")); !slices.Equal(got, []string{id}) {
-			t.Fatalf("affiliate partner API: %v, want only the public program", got)
+		if got := prgIDs(t, f.do(t, "GET", "/api/v1/programs", prgKey(f.aff), "")); !slices.Equal(got, []string{id}) {
+			t.Fatalf("affiliate catalogue: %v, want only the public program", got)
+		}
+		if got := prgIDs(t, f.do(t, "GET", "/api/partner-api/programs", prgKey(f.aff), "")); len(got) != 0 {
+			t.Fatalf("affiliate partner API without partnerships: %v, want none", got)
 		}
 		if got := prgIDs(t, f.do(t, "GET", "/api/programs", f.advMember, "")); !slices.Equal(got, []string{private, id}) {
 			t.Fatalf("advertiser dashboard: %v", got)
@@ -181,7 +184,7 @@ func TestProgramListPagination(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("pages %v, want %v", got, want)
 	}
-	prgExpect(t, f.do(t, "GET", "/api/v1/programs?cursor=%%%", prgKey(f.adv), ""), 400, "validation_failed")
+	prgExpect(t, f.do(t, "GET", "/api/v1/programs?cursor=%%%", prgKey(f.adv), ""), 400, "invalid_cursor")
 }
 
 func TestPromotionRoutes(t *testing.T) {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,20 +16,63 @@ type RateLimit struct {
 	Window   time.Duration
 }
 
+// windows counts events per key in fixed windows, in this process.
+type windows struct {
+	size time.Duration
+	now  func() time.Time
+	mu   sync.Mutex
+	m    map[string]*window
+}
+
 type window struct {
 	start time.Time
 	count int
 }
 
+func newWindows(size time.Duration, now func() time.Time) *windows {
+	return &windows{size: size, now: now, m: map[string]*window{}}
+}
+
+// add counts n events of key in its current window and returns the window's count and the
+// time until it ends. n = 0 only reads, and keeps nothing for a key without a window.
+func (ws *windows) add(key string, n int) (int, time.Duration) {
+	now := ws.now()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w, ok := ws.m[key]
+	if !ok || now.Sub(w.start) >= ws.size {
+		if n == 0 {
+			return 0, 0
+		}
+		if len(ws.m) > 100_000 {
+			ws.sweep(now)
+		}
+		w = &window{start: now}
+		ws.m[strings.Clone(key)] = w // the key may point into a reused request buffer
+	}
+	w.count += n
+	return w.count, w.start.Add(ws.size).Sub(now)
+}
+
+// sweep drops finished windows; called with the lock held when the map grows large.
+func (ws *windows) sweep(now time.Time) {
+	for key, w := range ws.m {
+		if now.Sub(w.start) >= ws.size {
+			delete(ws.m, key)
+		}
+	}
+}
+
+// retrySeconds rounds a wait up to whole seconds, for Retry-After.
+func retrySeconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
+
 type limiter struct {
 	cfg RateLimit
-	now func() time.Time
-	mu  sync.Mutex
-	m   map[string]*window
+	w   *windows
 }
 
 func newLimiter(cfg RateLimit, now func() time.Time) *limiter {
-	return &limiter{cfg: cfg, now: now, m: map[string]*window{}}
+	return &limiter{cfg: cfg, w: newWindows(cfg.Window, now)}
 }
 
 // allow counts the request against the credential's window and sets the RateLimit headers
@@ -38,21 +82,8 @@ func (l *limiter) allow(c *fiber.Ctx, id string) error {
 	if l == nil || l.cfg.Requests <= 0 || id == "" {
 		return nil
 	}
-	now := l.now()
-	l.mu.Lock()
-	w, ok := l.m[id]
-	if !ok || now.Sub(w.start) >= l.cfg.Window {
-		if len(l.m) > 100_000 {
-			l.sweep(now)
-		}
-		w = &window{start: now}
-		l.m[id] = w
-	}
-	w.count++
-	count, reset := w.count, w.start.Add(l.cfg.Window).Sub(now)
-	l.mu.Unlock()
-
-	secs := int((reset + time.Second - 1) / time.Second)
+	count, reset := l.w.add(id, 1)
+	secs := retrySeconds(reset)
 	remaining := l.cfg.Requests - count
 	if remaining < 0 {
 		remaining = 0
@@ -66,13 +97,4 @@ func (l *limiter) allow(c *fiber.Ctx, id string) error {
 		return NewProblem(fiber.StatusTooManyRequests, "rate_limited", "too many requests for this credential; retry after "+strconv.Itoa(secs)+" s")
 	}
 	return nil
-}
-
-// sweep drops finished windows; called with the lock held when the map grows large.
-func (l *limiter) sweep(now time.Time) {
-	for id, w := range l.m {
-		if now.Sub(w.start) >= l.cfg.Window {
-			delete(l.m, id)
-		}
-	}
 }

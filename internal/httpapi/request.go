@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -51,8 +53,10 @@ func describeJSONError(err error) string {
 	switch {
 	case errors.Is(err, io.EOF):
 		return "the body is empty; send a JSON object"
+	case errors.As(err, &typeErr) && typeErr.Field == "":
+		return "the body must be a JSON object, not " + jsonValueName(typeErr.Value)
 	case errors.As(err, &typeErr):
-		return fmt.Sprintf("field %q must be %s", typeErr.Field, typeErr.Type.String())
+		return fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, jsonTypeName(typeErr.Type), jsonValueName(typeErr.Value))
 	case errors.As(err, &syntaxErr):
 		return fmt.Sprintf("malformed JSON at byte %d", syntaxErr.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -62,15 +66,65 @@ func describeJSONError(err error) string {
 	}
 }
 
-// PageRequest parses the limit and cursor query parameters.
+// textUnmarshaler is the interface of types that JSON reads from a string (times, ids).
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// jsonTypeName says what JSON a Go type takes, in the API's words: problems never name Go
+// types, which mean nothing to a client.
+func jsonTypeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return "a string"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number in range"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another JSON type"
+}
+
+// jsonValueName names the JSON value found, from UnmarshalTypeError.Value ("number",
+// "number 1e400", "string", "array", "object", "bool").
+func jsonValueName(v string) string {
+	switch kind, _, _ := strings.Cut(v, " "); kind {
+	case "bool":
+		return "true or false"
+	case "array", "object":
+		return "an " + kind
+	case "string":
+		return "a string"
+	case "number":
+		if v != kind {
+			return "a number out of range"
+		}
+		return "a number"
+	}
+	return "this value"
+}
+
+// PageRequest parses the limit and cursor query parameters. A cursor this API did not return
+// is its own code, invalid_cursor, so a client can tell it to start over from the first page.
 func PageRequest(c *fiber.Ctx) (page.Request, error) {
 	p, err := page.Parse(c.Query("limit"), c.Query("cursor"))
-	if err != nil {
-		field := "cursor"
-		if errors.Is(err, page.ErrBadLimit) {
-			field = "limit"
-		}
-		return page.Request{}, Invalid(FieldError{Field: field, Message: err.Error()})
+	switch {
+	case errors.Is(err, page.ErrBadCursor):
+		return page.Request{}, NewProblem(fiber.StatusBadRequest, "invalid_cursor", err.Error()+"; start again without it").
+			With("errors", []FieldError{{Field: "cursor", Message: err.Error()}})
+	case err != nil:
+		return page.Request{}, Invalid(FieldError{Field: "limit", Message: err.Error()})
 	}
 	return p, nil
 }

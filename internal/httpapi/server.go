@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -26,6 +27,11 @@ import (
 // BodyLimit caps request bodies; larger ones get a 413 problem.
 const BodyLimit = 1 << 20
 
+// HeaderLimit caps the request line and headers together (Fiber's default is 4 KiB). Browsers
+// send every cookie of the tracking domain with a click, and a visitor refused with 431 is a
+// lost click: this takes 16 KiB of headers, as common proxies do, beside a long request line.
+const HeaderLimit = 24 << 10
+
 // Options of the HTTP server.
 type Options struct {
 	Addr   string
@@ -39,18 +45,25 @@ type Options struct {
 	Idempotency IdempotencyStore
 	// RateLimit per credential; zero Requests disables it.
 	RateLimit RateLimit
-	Now       func() time.Time
+	// FailedAuthLimit is how many wrong API keys or session tokens an address may send per
+	// minute before its credentialed requests get 429 for the rest of the minute; 0 disables.
+	FailedAuthLimit int
+	Now             func() time.Time
 }
 
 // Server is the api component.
 type Server struct {
-	app       *fiber.App
-	addr      string
-	log       *slog.Logger
-	keys      KeyAuthenticator
-	sessions  SessionAuthenticator
-	idem      IdempotencyStore
-	limiter   *limiter
+	app      *fiber.App
+	addr     string
+	log      *slog.Logger
+	keys     KeyAuthenticator
+	sessions SessionAuthenticator
+	idem     IdempotencyStore
+	limiter  *limiter
+	// failedAuth throttles addresses that send wrong credentials.
+	failedAuth *failedAuth
+	// routes indexes the route templates for knownRoute.
+	routes    atomic.Pointer[routeIndex]
 	publicAPI [][]string // /api route templates that need no credentials (sign-in), by segment
 	// bound receives the listening address once the server accepts connections.
 	bound chan string
@@ -61,11 +74,15 @@ func New(o Options) *Server {
 	app := fiber.New(fiber.Config{
 		AppName:               "partnerstream",
 		BodyLimit:             BodyLimit,
+		ReadBufferSize:        HeaderLimit,
 		ReadTimeout:           15 * time.Second,
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           120 * time.Second,
 		DisableStartupMessage: true,
 		ErrorHandler:          errorHandler(o.Log),
+		// The families' credential rules select routes by their exact prefix: a router that
+		// ignored case would serve /API/api-keys without any credentials.
+		CaseSensitive: true,
 		// The api sits behind a load balancer or ingress in production; trusting proxy
 		// headers is configured there, never by default.
 		EnableTrustedProxyCheck: true,
@@ -77,7 +94,7 @@ func New(o Options) *Server {
 		o.Keys = noKeys{}
 	}
 	s := &Server{app: app, addr: o.Addr, log: o.Log, keys: o.Keys, sessions: o.Sessions, idem: o.Idempotency,
-		limiter: newLimiter(o.RateLimit, o.Now), bound: make(chan string, 1)}
+		limiter: newLimiter(o.RateLimit, o.Now), failedAuth: newFailedAuth(o.FailedAuthLimit, o.Now), bound: make(chan string, 1)}
 	app.Use(s.recover, requestID, observe, s.families)
 	app.Get("/healthz", func(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"status": "ok"})
@@ -108,17 +125,7 @@ func (s *Server) Public(method, path string, h ...fiber.Handler) {
 func (s *Server) isPublic(path string) bool {
 	segs := strings.Split(path, "/")
 	for _, tmpl := range s.publicAPI {
-		if len(tmpl) != len(segs) {
-			continue
-		}
-		match := true
-		for i, t := range tmpl {
-			if !strings.HasPrefix(t, ":") && t != segs[i] {
-				match = false
-				break
-			}
-		}
-		if match {
+		if matchSegments(tmpl, segs) {
 			return true
 		}
 	}

@@ -191,7 +191,7 @@ func figures(r stats.Row) statsFigures {
 	return statsFigures{
 		Clicks: r.Clicks, UniqueClicks: r.UniqueClicks,
 		Conversions: statsConversions{Total: c.Total, Pending: c.Pending, Approved: c.Approved, Rejected: c.Rejected, Paid: c.Paid, Reversed: c.Reversed},
-		SaleAmount:  money.Format(r.SaleAmount, r.Currency), Commission: money.Format(r.Commission, r.Currency),
-		EPC: money.Format(r.EPC(), r.Currency), ConversionRate: r.ConversionRate(),
+		SaleAmount:  money.FormatSum(r.SaleAmount, r.Currency), Commission: money.FormatSum(r.Commission, r.Currency),
+		EPC: money.FormatSum(r.EPC(), r.Currency), ConversionRate: r.ConversionRate(),
 	}
 }

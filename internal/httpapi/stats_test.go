@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
@@ -26,6 +28,8 @@ type statsFixture struct {
 	*fixture
 	affID string
 	w     *ingest.Writer
+	ch    driver.Conn
+	chDB  string
 }
 
 func newStatsFixture(t *testing.T) *statsFixture {
@@ -38,7 +42,7 @@ func newStatsFixture(t *testing.T) *statsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.affID, f.w = rec.CompanyID, ingest.NewWriter(conn, db)
+	f.affID, f.w, f.ch, f.chDB = rec.CompanyID, ingest.NewWriter(conn, db), conn, db
 	return f
 }
 
@@ -59,12 +63,21 @@ func (f *statsFixture) clicks(t *testing.T, n int, day, adv, aff, program, link,
 
 func (f *statsFixture) conversion(t *testing.T, id, day, adv, aff, program, currency, status string, amount, commission int64) {
 	t.Helper()
-	at, _ := time.Parse(time.DateOnly, day)
-	c := ingest.Conversion{EventID: "evt_" + id, ID: id, Version: 1, Status: status, Type: "sale", Currency: currency,
-		Amount: amount, Commission: commission, OccurredAt: at.Add(12 * time.Hour), AdvertiserID: adv, ProgramID: program, AffiliateID: aff}
-	if _, err := f.w.WriteConversions(context.Background(), []ingest.Conversion{c}); err != nil {
+	f.conversions(t, []ingest.Conversion{statsConversion(id, day, adv, aff, program, currency, status, amount, commission)})
+}
+
+// conversions writes the conversions in one insert, as ingest writes a batch.
+func (f *statsFixture) conversions(t *testing.T, batch []ingest.Conversion) {
+	t.Helper()
+	if _, err := f.w.WriteConversions(context.Background(), batch); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func statsConversion(id, day, adv, aff, program, currency, status string, amount, commission int64) ingest.Conversion {
+	at, _ := time.Parse(time.DateOnly, day)
+	return ingest.Conversion{EventID: "evt_" + id, ID: id, Version: 1, Status: status, Type: "sale", Currency: currency,
+		Amount: amount, Commission: commission, OccurredAt: at.Add(12 * time.Hour), AdvertiserID: adv, ProgramID: program, AffiliateID: aff}
 }
 
 func (f *statsFixture) get(t *testing.T, path string, query url.Values, headers map[string]string) response {
@@ -249,5 +262,47 @@ func TestStatsRejectBadInputWithAClearMessage(t *testing.T) {
 	}
 	if r := f.get(t, "/api/v1/stats", nil, nil); r.status != 401 {
 		t.Errorf("without a key: %d", r.status)
+	}
+}
+
+// Amounts the API accepts reach 2^63-1 minor units each, so their totals exceed int64: 96
+// commissions of 999,999,999,999,999.99 are summed exactly on all three routes, for the
+// advertiser and for the affiliate, in a row, in the totals and per click, whether the
+// rollup sums them within one insert or when it merges the parts of several.
+func TestStatsSumLargeCommissionsExactly(t *testing.T) {
+	f := newStatsFixture(t)
+	const big = 99999999999999999 // 999,999,999,999,999.99 EUR in cents
+	f.clicks(t, 96, "2026-06-10", f.advID, f.affID, "prg_big", "lnk_big", "")
+	var batch []ingest.Conversion
+	for i := range 96 {
+		batch = append(batch, statsConversion(fmt.Sprintf("cnv_big_%d", i), "2026-06-10", f.advID, f.affID, "prg_big", "EUR", stats.Pending, big, big))
+	}
+	f.conversions(t, batch[:64])
+	f.conversions(t, batch[64:])
+	if err := f.ch.Exec(context.Background(), "OPTIMIZE TABLE "+f.chDB+".conversions_daily FINAL"); err != nil {
+		t.Fatal(err)
+	}
+	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "program_id": {"prg_big"}, "group_by": {"program"}}
+	const want = `clicks=96 total=96 sale=95999999999999999.04 commission=95999999999999999.04 epc=999999999999999.99`
+	for _, c := range []struct {
+		path    string
+		headers map[string]string
+	}{
+		{"/api/v1/stats", map[string]string{"x-api-key": f.adv}},
+		{"/api/partner-api/stats", map[string]string{"x-api-key": f.aff}},
+		{"/api/stats", f.dashboardAs(t, identity.Advertiser, "member")},
+	} {
+		r := f.get(t, c.path, q, c.headers)
+		rows := rowsOf(t, r)
+		if len(rows) != 1 {
+			t.Fatalf("%s: %s", c.path, r.raw)
+		}
+		for name, fig := range map[string]map[string]any{"row": rows[0], "totals": r.body["totals"].(map[string]any)} {
+			got := fmt.Sprintf("clicks=%v total=%v sale=%v commission=%v epc=%v", fig["clicks"], fig["conversions"].(map[string]any)["total"],
+				fig["sale_amount"], fig["commission"], fig["epc"])
+			if got != want {
+				t.Errorf("%s %s:\n got  %s\n want %s", c.path, name, got, want)
+			}
+		}
 	}
 }

@@ -5,11 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/page"
@@ -82,49 +80,6 @@ func (s *Store) RevokeAPIKey(ctx context.Context, companyID, keyID string) (stri
 		return "", fmt.Errorf("revoke api key: %w", err)
 	}
 	return hex.EncodeToString(hash), nil
-}
-
-// ListenRevocations evicts revoked keys announced by other replicas until ctx ends. When the
-// connection drops, notifications may have been missed, so reset is called to drop every
-// cached key before listening again.
-func ListenRevocations(ctx context.Context, db *pgxpool.Pool, log *slog.Logger, forget func(hashHex string), reset func()) {
-	for ctx.Err() == nil {
-		err := listenOnce(ctx, db, forget)
-		if ctx.Err() != nil {
-			return
-		}
-		reset()
-		log.Warn("api keys: revocation listener reconnecting", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-func listenOnce(ctx context.Context, db *pgxpool.Pool, forget func(string)) error {
-	conn, err := db.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+auth.RevocationChannel); err != nil {
-		return err
-	}
-	// A LISTENing connection must not go back to the pool still subscribed.
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_, _ = conn.Exec(uctx, "UNLISTEN *")
-	}()
-	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		forget(n.Payload)
-	}
 }
 
 // CompanyByID returns a company.

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Prefixes of every aggregate, fixed by the architecture.
+// Prefixes of every aggregate (docs/architecture.md, "Identifiers").
 const (
 	Company     = "co"
 	User        = "usr"

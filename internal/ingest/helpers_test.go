@@ -374,8 +374,8 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 			r.Conversions.Reversed++
 		}
 		if data.Status == stats.Pending || data.Status == stats.Approved || data.Status == stats.Paid {
-			r.SaleAmount += amount
-			r.Commission += commission
+			r.SaleAmount = r.SaleAmount.Add(money.SumOf(amount))
+			r.Commission = r.Commission.Add(money.SumOf(commission))
 		}
 		r.Currency = data.Currency
 		out[key] = r

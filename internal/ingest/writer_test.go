@@ -10,6 +10,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/stats"
 	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
@@ -91,7 +92,8 @@ func TestWriteConversionsCountsEachConversionInItsNewestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	type figures struct {
-		pending, approved, paid, reversed, commission int64
+		pending, approved, paid, reversed int64
+		commission                        money.Sum
 	}
 	steps := []struct {
 		name  string
@@ -100,13 +102,13 @@ func TestWriteConversionsCountsEachConversionInItsNewestStatus(t *testing.T) {
 		then  figures
 	}{
 		{"a new conversion counts as pending", []Conversion{conversion(1, stats.Pending)},
-			WriteResult{Written: 1}, figures{pending: 1, commission: 1000}},
+			WriteResult{Written: 1}, figures{pending: 1, commission: money.SumOf(1000)}},
 		{"its event delivered again changes nothing", []Conversion{conversion(1, stats.Pending)},
-			WriteResult{Duplicates: 1}, figures{pending: 1, commission: 1000}},
+			WriteResult{Duplicates: 1}, figures{pending: 1, commission: money.SumOf(1000)}},
 		{"a later version arriving first moves it", []Conversion{conversion(3, stats.Paid)},
-			WriteResult{Written: 1}, figures{paid: 1, commission: 1000}},
+			WriteResult{Written: 1}, figures{paid: 1, commission: money.SumOf(1000)}},
 		{"the older version arriving late is ignored", []Conversion{conversion(2, stats.Approved)},
-			WriteResult{Duplicates: 1}, figures{paid: 1, commission: 1000}},
+			WriteResult{Duplicates: 1}, figures{paid: 1, commission: money.SumOf(1000)}},
 		{"in one batch the newest version wins", []Conversion{conversion(4, stats.Reversed), conversion(2, stats.Approved), conversion(4, stats.Reversed)},
 			WriteResult{Written: 1, Duplicates: 2}, figures{reversed: 1}},
 	}
@@ -269,7 +271,7 @@ func TestAPlanCountsWhatThePlanBeforeItInsertsAsStored(t *testing.T) {
 		}
 	}
 	r := totals(t, q, stats.Day)[0]
-	if r.Clicks != 3 || r.Conversions.Total != 1 || r.Conversions.Approved != 1 || r.Conversions.Pending != 0 || r.Commission != 1000 {
+	if r.Clicks != 3 || r.Conversions.Total != 1 || r.Conversions.Approved != 1 || r.Conversions.Pending != 0 || r.Commission != money.SumOf(1000) {
 		t.Errorf("figures %+v, want 3 clicks and one approved conversion (commission 1000)", r)
 	}
 }

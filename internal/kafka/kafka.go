@@ -22,7 +22,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/run"
 )
 
-// Topic names are fixed by the architecture (section 6); they are constants rather than
+// Topic names are fixed (docs/architecture.md, "Topics"); they are constants rather than
 // configuration so producers and consumers cannot drift apart.
 const (
 	TopicClicks = "partnerstream.clicks"

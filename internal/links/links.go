@@ -4,7 +4,7 @@
 //
 // It also answers the redirect's one question, Resolve: what does a code point at right now.
 // Every change of a link is announced with pg_notify on ChangedChannel in the transaction of
-// the change, so the redirect's caches on every api replica can drop it (ListenChanges).
+// the change, so the redirect's caches on every api replica can drop it (pgstore.Listen).
 package links
 
 import (
@@ -15,11 +15,11 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/page"
@@ -326,8 +326,8 @@ func checkInput(in NewLink) []FieldError {
 		errs = append(errs, FieldError{"destination_url", fmt.Sprintf("must be at most %d characters", MaxDestinationLen)})
 	}
 	for i, v := range in.Subs {
-		if !utf8.ValidString(v) || utf8.RuneCountInString(v) > MaxSubLen {
-			errs = append(errs, FieldError{fmt.Sprintf("sub%d", i+1), fmt.Sprintf("must be valid UTF-8 of at most %d characters", MaxSubLen)})
+		if msg := freetext.Check(v, 0, MaxSubLen, false); msg != "" {
+			errs = append(errs, FieldError{fmt.Sprintf("sub%d", i+1), msg})
 		}
 	}
 	return errs

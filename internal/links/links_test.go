@@ -19,6 +19,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/page"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -167,6 +168,8 @@ func TestCreateValidatesPromotionDestinationAndSubs(t *testing.T) {
 		{"a 2049-character URL is refused", links.NewLink{DestinationURL: "https://shop.example.test/" + strings.Repeat("a", 2049-26)}, "destination_url"},
 		{"255-character subs are fine", links.NewLink{Subs: [5]string{long, long, long, long, long}}, ""},
 		{"a 256-character sub is refused", links.NewLink{Subs: [5]string{"", "", "", "", long + "x"}}, "sub5"},
+		{"a sub with CR/LF is refused", links.NewLink{Subs: [5]string{"a\r\nb"}}, "sub1"},
+		{"a sub with another control character is refused", links.NewLink{Subs: [5]string{"", "", "a\u0007b"}}, "sub3"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -262,13 +265,11 @@ func TestPauseAndResumeAreTheOwnersAndAnnounced(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var payloads []string
-	listening := make(chan struct{}, 1)
-	go links.ListenChanges(ctx, w.db, quiet, func(p string) {
+	pgtest.Listen(t, w.db, pgstore.Subscription{Channel: links.ChangedChannel, Notify: func(p string) {
 		mu.Lock()
 		payloads = append(payloads, p)
 		mu.Unlock()
-	}, func() { listening <- struct{}{} })
-	<-listening
+	}, Reset: func() {}})
 
 	l := w.create(t, links.NewLink{ProgramID: w.program})
 	if _, err := w.svc.SetStatus(ctx, w.otherAff, identity.Affiliate, l.ID, links.Paused); !errors.Is(err, links.ErrNotFound) {

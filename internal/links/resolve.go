@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Target is everything the redirect needs to know about a code, in one row. It carries the
@@ -70,47 +68,4 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// ListenChanges passes every ChangedChannel payload to invalidate until ctx ends. Each time
-// the LISTEN starts (the first time too) it calls reset: notifications sent while it was not
-// listening are lost, so whatever was cached before may be stale.
-func ListenChanges(ctx context.Context, db *pgxpool.Pool, log *slog.Logger, invalidate func(payload string), reset func()) {
-	for ctx.Err() == nil {
-		err := listenOnce(ctx, db, invalidate, reset)
-		if ctx.Err() != nil {
-			return
-		}
-		log.Warn("tracking links: change listener reconnecting", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-func listenOnce(ctx context.Context, db *pgxpool.Pool, invalidate func(string), reset func()) error {
-	conn, err := db.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+ChangedChannel); err != nil {
-		return err
-	}
-	// A LISTENing connection must not go back to the pool still subscribed.
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_, _ = conn.Exec(uctx, "UNLISTEN *")
-	}()
-	reset()
-	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		invalidate(n.Payload)
-	}
 }

@@ -247,7 +247,11 @@ func (s *Service) revoke(ctx context.Context, id int64) error {
 // returns the normalised address. Errors: ErrInvalidCode (wrong, unknown, used, replaced or
 // expired), ErrLocked (this or an earlier wrong try reached MaxAttempts), or a database
 // failure.
-func (s *Service) Verify(ctx context.Context, email, code string) (string, error) {
+//
+// accept, when not nil, is asked about the address once the code matches, before it is
+// consumed: its error is returned and leaves the code valid, so an answer that asks the user
+// for more (a sign-up form) does not cost a code. It runs while the code is locked.
+func (s *Service) Verify(ctx context.Context, email, code string, accept func(ctx context.Context, addr string) error) (string, error) {
 	addr, err := NormalizeEmail(email)
 	code = strings.TrimSpace(code)
 	if err != nil || !wellFormed(code) {
@@ -282,6 +286,11 @@ func (s *Service) Verify(ctx context.Context, email, code string) (string, error
 			return nil
 		}
 		if hmac.Equal(s.hash(addr, code), stored) {
+			if accept != nil {
+				if outcome = accept(ctx, addr); outcome != nil {
+					return nil
+				}
+			}
 			_, err := tx.Exec(ctx, `UPDATE magic_codes SET consumed_at = $2 WHERE id = $1`, id, now)
 			if err != nil {
 				return fmt.Errorf("consume the code: %w", err)

@@ -163,11 +163,11 @@ func TestCodeArrivesBySMTPAndSignsIn(t *testing.T) {
 		t.Errorf("text does not give the validity: %q", msg.Text)
 	}
 	code := codeIn(t, msg.Text)
-	got, err := f.svc.Verify(ctx, "ANA.LOPEZ@example.com", " "+code+" ")
+	got, err := f.svc.Verify(ctx, "ANA.LOPEZ@example.com", " "+code+" ", nil)
 	if err != nil || got != "ana.lopez@example.com" {
 		t.Fatalf("Verify = %q, %v; want the normalised address", got, err)
 	}
-	if _, err := f.svc.Verify(ctx, "ana.lopez@example.com", code); !errors.Is(err, magiccode.ErrInvalidCode) {
+	if _, err := f.svc.Verify(ctx, "ana.lopez@example.com", code, nil); !errors.Is(err, magiccode.ErrInvalidCode) {
 		t.Fatalf("Verify of a used code = %v, want ErrInvalidCode", err)
 	}
 }
@@ -195,7 +195,7 @@ func TestCodesExpire(t *testing.T) {
 			}
 			code := codeIn(t, inbox.Wait(t, email, wait).Text)
 			c.Advance(tt.elapsed)
-			if _, err := svc.Verify(context.Background(), email, code); !errors.Is(err, tt.want) {
+			if _, err := svc.Verify(context.Background(), email, code, nil); !errors.Is(err, tt.want) {
 				t.Fatalf("Verify after %v = %v, want %v", tt.elapsed, err, tt.want)
 			}
 		})
@@ -209,21 +209,21 @@ func TestWrongCodesLockTheCode(t *testing.T) {
 	const email = "bruno@example.com"
 	code := f.request(t, email)
 	for i := 1; i < magiccode.DefaultMaxAttempts; i++ {
-		if _, err := f.svc.Verify(ctx, email, wrong(code)); !errors.Is(err, magiccode.ErrInvalidCode) {
+		if _, err := f.svc.Verify(ctx, email, wrong(code), nil); !errors.Is(err, magiccode.ErrInvalidCode) {
 			t.Fatalf("wrong try %d = %v, want ErrInvalidCode", i, err)
 		}
 	}
-	if _, err := f.svc.Verify(ctx, email, wrong(code)); !errors.Is(err, magiccode.ErrLocked) {
+	if _, err := f.svc.Verify(ctx, email, wrong(code), nil); !errors.Is(err, magiccode.ErrLocked) {
 		t.Fatalf("wrong try %d = %v, want ErrLocked", magiccode.DefaultMaxAttempts, err)
 	}
-	if _, err := f.svc.Verify(ctx, email, code); !errors.Is(err, magiccode.ErrLocked) {
+	if _, err := f.svc.Verify(ctx, email, code, nil); !errors.Is(err, magiccode.ErrLocked) {
 		t.Fatalf("right code after the lock = %v, want ErrLocked", err)
 	}
 
 	// A new code starts afresh.
 	f.clock.Advance(time.Minute)
 	code = f.request(t, email)
-	if _, err := f.svc.Verify(ctx, email, code); err != nil {
+	if _, err := f.svc.Verify(ctx, email, code, nil); err != nil {
 		t.Fatalf("Verify of a new code after a lock: %v", err)
 	}
 }
@@ -248,7 +248,7 @@ func TestConcurrentWrongTriesAllCount(t *testing.T) {
 		for range tries {
 			wg.Go(func() {
 				<-start
-				_, err := f.svc.Verify(context.Background(), email, wrong(right[email]))
+				_, err := f.svc.Verify(context.Background(), email, wrong(right[email]), nil)
 				results <- result{email, err}
 			})
 		}
@@ -276,7 +276,7 @@ func TestConcurrentWrongTriesAllCount(t *testing.T) {
 		if s, _ := current(t, f.db, email); s.attempts != max || !s.locked {
 			t.Errorf("%s: stored code %+v, want %d attempts and locked", email, s, max)
 		}
-		if _, err := f.svc.Verify(context.Background(), email, code); !errors.Is(err, magiccode.ErrLocked) {
+		if _, err := f.svc.Verify(context.Background(), email, code, nil); !errors.Is(err, magiccode.ErrLocked) {
 			t.Errorf("%s: right code after the lock = %v, want ErrLocked", email, err)
 		}
 	}
@@ -288,14 +288,14 @@ func TestMalformedCodesFailWithoutCounting(t *testing.T) {
 	const email = "dario@example.com"
 	code := f.request(t, email)
 	for _, bad := range []string{"", "12345", "1234567", "12 345", "abcdef", "１２３４５６"} {
-		if _, err := f.svc.Verify(context.Background(), email, bad); !errors.Is(err, magiccode.ErrInvalidCode) {
+		if _, err := f.svc.Verify(context.Background(), email, bad, nil); !errors.Is(err, magiccode.ErrInvalidCode) {
 			t.Errorf("Verify(%q) = %v, want ErrInvalidCode", bad, err)
 		}
 	}
 	if s, _ := current(t, f.db, email); s.attempts != 0 {
 		t.Errorf("malformed codes counted %d attempts", s.attempts)
 	}
-	if _, err := f.svc.Verify(context.Background(), email, code); err != nil {
+	if _, err := f.svc.Verify(context.Background(), email, code, nil); err != nil {
 		t.Fatalf("Verify of the right code: %v", err)
 	}
 }
@@ -310,10 +310,10 @@ func TestNewCodeReplacesThePreviousOne(t *testing.T) {
 		// One chance in a million: the check below would pass for the wrong reason.
 		t.Skip("both codes drawn equal")
 	}
-	if _, err := f.svc.Verify(context.Background(), email, first); !errors.Is(err, magiccode.ErrInvalidCode) {
+	if _, err := f.svc.Verify(context.Background(), email, first, nil); !errors.Is(err, magiccode.ErrInvalidCode) {
 		t.Fatalf("Verify of the replaced code = %v, want ErrInvalidCode", err)
 	}
-	if _, err := f.svc.Verify(context.Background(), email, second); err != nil {
+	if _, err := f.svc.Verify(context.Background(), email, second, nil); err != nil {
 		t.Fatalf("Verify of the newest code: %v", err)
 	}
 }
@@ -341,7 +341,7 @@ func TestRateLimitPerAddress(t *testing.T) {
 		t.Fatalf("%d e-mails sent, want 3: a refused request must not send", n)
 	}
 	// A refused request leaves the current code alone.
-	if _, err := f.svc.Verify(ctx, email, last); err != nil {
+	if _, err := f.svc.Verify(ctx, email, last, nil); err != nil {
 		t.Fatalf("Verify of the last code sent: %v", err)
 	}
 	f.clock.Advance(12*time.Minute - time.Second)
@@ -440,7 +440,7 @@ func TestKnownAndUnknownAddressesAreTreatedAlike(t *testing.T) {
 		o.subject, o.text = msg.Subject, strings.Replace(msg.Text, code, "<code>", 1)
 		o.stored, _ = current(t, f.db, email)
 		o.messagesPerUser = f.inbox.Count(email)
-		o.verified, o.verifyErr = f.svc.Verify(ctx, email, code)
+		o.verified, o.verifyErr = f.svc.Verify(ctx, email, code, nil)
 		o.verified = strings.Replace(o.verified, email, "<email>", 1)
 		return o
 	}
@@ -531,7 +531,7 @@ func TestFailedSendLeavesNoUsableCode(t *testing.T) {
 		if len(m.sent) != 1 {
 			t.Fatalf("%d messages handed to the mailer", len(m.sent))
 		}
-		if _, err := svc.Verify(ctx, email, codeIn(t, m.sent[0].Text)); !errors.Is(err, magiccode.ErrInvalidCode) {
+		if _, err := svc.Verify(ctx, email, codeIn(t, m.sent[0].Text), nil); !errors.Is(err, magiccode.ErrInvalidCode) {
 			t.Fatalf("Verify of the code whose e-mail failed = %v, want ErrInvalidCode", err)
 		}
 	})
@@ -572,7 +572,7 @@ func TestThePepperKeysTheStoredCode(t *testing.T) {
 	const email = "julia@example.com"
 	code := f.request(t, email)
 	other := service(t, f.db, nil, f.clock, func(o *magiccode.Options) { o.Pepper = []byte(strings.Repeat("x", 32)) })
-	if _, err := other.Verify(context.Background(), email, code); !errors.Is(err, magiccode.ErrInvalidCode) {
+	if _, err := other.Verify(context.Background(), email, code, nil); !errors.Is(err, magiccode.ErrInvalidCode) {
 		t.Fatalf("Verify under another pepper = %v, want ErrInvalidCode", err)
 	}
 	var stored []byte

@@ -76,7 +76,6 @@ func Parse(s, currency string) (int64, error) {
 
 // Format writes minor units as a decimal string with the currency's decimals.
 func Format(minor int64, currency string) string {
-	exp := Exponent(currency)
 	sign := ""
 	u := uint64(minor)
 	if minor < 0 {
@@ -85,14 +84,18 @@ func Format(minor int64, currency string) string {
 			u = uint64(math.MaxInt64) + 1
 		}
 	}
-	s := strconv.FormatUint(u, 10)
+	return decimal(sign, strconv.FormatUint(u, 10), Exponent(currency))
+}
+
+// decimal places the point exp digits from the right of the minor units' digits.
+func decimal(sign, digits string, exp int) string {
 	if exp == 0 {
-		return sign + s
+		return sign + digits
 	}
-	if len(s) <= exp {
-		s = strings.Repeat("0", exp-len(s)+1) + s
+	if len(digits) <= exp {
+		digits = strings.Repeat("0", exp-len(digits)+1) + digits
 	}
-	return sign + s[:len(s)-exp] + "." + s[len(s)-exp:]
+	return sign + digits[:len(digits)-exp] + "." + digits[len(digits)-exp:]
 }
 
 // Percent returns bps basis points (1250 = 12.50 %) of an amount in minor units, rounded half

@@ -33,6 +33,13 @@ const (
 	LinkedInIssuer = "https://www.linkedin.com/oauth"
 )
 
+// Providers are the sign-in providers the platform knows, as the routes name them; which of
+// them work is the operator's configuration.
+var Providers = []string{"google", "linkedin"}
+
+// Supported reports whether name is one of Providers.
+func Supported(name string) bool { return slices.Contains(Providers, name) }
+
 // DefaultStateTTL is how long a user has to come back from the provider.
 const DefaultStateTTL = 10 * time.Minute
 

@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 const (
@@ -41,12 +43,18 @@ func Parse(limit, cursor string) (Request, error) {
 	}
 	if cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(cursor)
-		if err != nil || len(b) == 0 || len(b) > 64 {
+		if err != nil || len(b) == 0 || len(b) > 64 || !storable(string(b)) {
 			return Request{}, ErrBadCursor
 		}
 		r.Before = string(b)
 	}
 	return r, nil
+}
+
+// storable reports whether an id can be compared with the stored ones: Postgres refuses text
+// that is not UTF-8 or holds NUL, and a store error would read as a 500 rather than a bad cursor.
+func storable(id string) bool {
+	return utf8.ValidString(id) && !strings.ContainsRune(id, 0)
 }
 
 // Cursor encodes the id to continue after.

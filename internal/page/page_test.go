@@ -14,6 +14,9 @@ func TestParse(t *testing.T) {
 		{"limit above 100 is refused", "101", "", Request{}, ErrBadLimit},
 		{"a non-numeric limit is refused", "ten", "", Request{}, ErrBadLimit},
 		{"a cursor that is not base64url is refused", "", "%%%", Request{}, ErrBadCursor},
+		{"a cursor of invalid UTF-8 is refused", "", "garbage", Request{}, ErrBadCursor},
+		{"a cursor of a lone 0xff is refused", "", "_w", Request{}, ErrBadCursor},
+		{"a cursor holding NUL is refused", "", Cursor("cnv_\x00"), Request{}, ErrBadCursor},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,7 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -242,8 +245,9 @@ WHERE previous_expires_at <= $1`, s.now())
 }
 
 // checkURL applies the rule of the Webhook resource's spec.url to a postback URL: at most
-// 2048 characters, absolute with a host, https:// — or http:// only to a loopback host
-// (localhost, 127.0.0.1, [::1]) for local development. The delivery workers still check the
+// 2048 characters, absolute with a host, no spaces or control characters, a port (if any)
+// from 1 to 65535, https:// — or http:// only to a loopback host (localhost, 127.0.0.1,
+// [::1]) for local development. The delivery workers still check the
 // resolved address when they connect (SSRF guard).
 func checkURL(raw string) error {
 	invalid := func(msg string) error { return &ValidationError{Field: "url", Message: msg} }
@@ -253,6 +257,14 @@ func checkURL(raw string) error {
 	u, err := url.ParseRequestURI(raw)
 	if err != nil || u.Hostname() == "" {
 		return invalid("url must be an absolute URL with a host")
+	}
+	if strings.IndexFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return invalid("url must not contain spaces or control characters (percent-encode them)")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return invalid("url must have a port from 1 to 65535")
+		}
 	}
 	switch {
 	case u.Scheme == "https":

@@ -140,6 +140,9 @@ func TestTheURLFollowsTheWebhookRule(t *testing.T) {
 		{"a relative URL is refused", "/pb", "url must be an absolute URL with a host"},
 		{"an empty URL is refused", "", "url must be an absolute URL with a host"},
 		{"a URL without a host is refused", "https:///pb", "url must be an absolute URL with a host"},
+		{"a port beyond 65535 is refused", "http://127.0.0.1:99999/x", "url must have a port from 1 to 65535"},
+		{"a raw space is refused", "https://receiver.example/a b", "url must not contain spaces or control characters"},
+		{"a percent-encoded space is fine", "https://receiver.example/a%20b", ""},
 		{"a URL over 2048 characters is refused", "https://receiver.example/" + strings.Repeat("a", 2048), "at most 2048 characters"},
 	}
 	for _, c := range cases {

@@ -1,7 +1,6 @@
 package programs_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/links"
 	"github.com/partnerstream/partnerstream/internal/page"
 	"github.com/partnerstream/partnerstream/internal/programs"
+	"github.com/partnerstream/partnerstream/internal/store/pgstore"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 )
 
 // partnershipIn creates a partnership on a new approval program and moves it to status
@@ -234,25 +235,21 @@ func TestPartnershipCreatedGoesToTheOutboxInTheSameTransaction(t *testing.T) {
 	}
 }
 
-// listen subscribes a dedicated connection to the link channel.
+// listen subscribes to the link channel the way the link caches do; the function it returns
+// gives the next notification.
 func listen(t *testing.T, e *env) func() string {
 	t.Helper()
-	conn, err := e.db.Acquire(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Conn().Close(context.Background()); conn.Release() })
-	if _, err := conn.Exec(e.ctx, "LISTEN "+links.ChangedChannel); err != nil {
-		t.Fatal(err)
-	}
+	payloads := make(chan string, 1024)
+	pgtest.Listen(t, e.db, pgstore.Subscription{Channel: links.ChangedChannel, Notify: func(p string) { payloads <- p }, Reset: func() {}})
 	return func() string {
-		ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
-		defer cancel()
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			t.Fatalf("no notification: %v", err)
+		t.Helper()
+		select {
+		case p := <-payloads:
+			return p
+		case <-time.After(5 * time.Second):
+			t.Fatal("no notification within 5 s")
+			return ""
 		}
-		return n.Payload
 	}
 }
 

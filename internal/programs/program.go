@@ -78,6 +78,10 @@ type ProgramPatch struct {
 // ProgramFilter narrows a program list.
 type ProgramFilter struct {
 	Status string // "" for every status
+	// Partnered keeps, for an affiliate, only the programs it has a partnership with that is
+	// not rejected: its own programs, without the public catalogue. Advertisers see their
+	// own programs either way.
+	Partnered bool
 }
 
 var clickParamPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
@@ -221,7 +225,11 @@ func (s *Service) ListPrograms(ctx context.Context, a Actor, f ProgramFilter, pr
 	if err := v.err(); err != nil {
 		return nil, "", err
 	}
-	sql := `SELECT ` + programColumns + ` FROM programs p WHERE ` + scope(a, true) +
+	where := scope(a, true)
+	if f.Partnered && a.Kind == identity.Affiliate {
+		where = partnered
+	}
+	sql := `SELECT ` + programColumns + ` FROM programs p WHERE ` + where +
 		` AND (@status = '' OR p.status = @status) AND (@before = '' OR p.id < @before) ORDER BY p.id DESC LIMIT @limit`
 	rows, _ := s.db.Query(ctx, sql, pgx.NamedArgs{"company": a.CompanyID, "status": f.Status, "before": pr.Before, "limit": pr.Limit + 1})
 	list, err := pgx.CollectRows(rows, scanProgram)

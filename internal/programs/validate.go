@@ -2,12 +2,10 @@ package programs
 
 import (
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/ids"
 )
 
@@ -34,23 +32,10 @@ func (v *validator) err() error {
 	return &ValidationError{Fields: v.errs}
 }
 
-// text checks a trimmed free-text field of min..max characters without control characters
-// (newlines and tabs are allowed in multi-line fields).
+// text checks a trimmed free-text field of min..max characters (freetext.Check).
 func (v *validator) text(field, s string, min, max int, multiline bool) {
-	n := utf8.RuneCountInString(s)
-	switch {
-	case !utf8.ValidString(s):
-		v.add(field, "must be valid UTF-8")
-	case n < min || n > max:
-		if min > 0 {
-			v.add(field, "must be "+strconv.Itoa(min)+" to "+strconv.Itoa(max)+" characters")
-		} else {
-			v.add(field, "must be at most "+strconv.Itoa(max)+" characters")
-		}
-	case strings.IndexFunc(s, func(r rune) bool {
-		return unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\r' || r == '\t'))
-	}) >= 0:
-		v.add(field, "must not contain control characters")
+	if msg := freetext.Check(s, min, max, multiline); msg != "" {
+		v.add(field, msg)
 	}
 }
 

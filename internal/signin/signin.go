@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/oidclogin"
 	"github.com/partnerstream/partnerstream/internal/session"
@@ -32,7 +32,7 @@ type Sessions interface {
 // Codes sends and checks magic codes.
 type Codes interface {
 	Request(ctx context.Context, email, ip, locale string) error
-	Verify(ctx context.Context, email, code string) (string, error)
+	Verify(ctx context.Context, email, code string, accept func(ctx context.Context, addr string) error) (string, error)
 }
 
 // OAuth runs the OpenID Connect flows.
@@ -103,7 +103,18 @@ func (s *Service) SignInWithCode(ctx context.Context, email, code string, reg *R
 			return Result{}, err
 		}
 	}
-	addr, err := s.codes.Verify(ctx, email, code)
+	var accept func(context.Context, string) error
+	if reg == nil {
+		// Asking a new address for its registration must leave the code valid for the answer.
+		accept = func(ctx context.Context, addr string) error {
+			_, err := s.users.UserByEmail(ctx, addr)
+			if errors.Is(err, identity.ErrNotFound) {
+				return ErrRegistrationRequired
+			}
+			return err
+		}
+	}
+	addr, err := s.codes.Verify(ctx, email, code, accept)
 	if err != nil {
 		return Result{}, err
 	}
@@ -235,10 +246,12 @@ func (r *Registration) validate() error {
 	switch {
 	case r.CompanyKind != identity.Advertiser && r.CompanyKind != identity.Affiliate:
 		return &InvalidRegistration{"company_kind", "must be advertiser or affiliate"}
-	case r.CompanyName == "" || utf8.RuneCountInString(r.CompanyName) > 200:
-		return &InvalidRegistration{"company_name", "must be 1 to 200 characters"}
-	case utf8.RuneCountInString(r.Name) > 200:
-		return &InvalidRegistration{"name", "must be at most 200 characters"}
+	}
+	if msg := freetext.Check(r.CompanyName, 1, 200, false); msg != "" {
+		return &InvalidRegistration{"company_name", msg}
+	}
+	if msg := freetext.Check(r.Name, 0, 200, false); msg != "" {
+		return &InvalidRegistration{"name", msg}
 	}
 	return nil
 }

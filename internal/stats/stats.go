@@ -100,9 +100,9 @@ type Row struct {
 	UniqueClicks int64
 	Conversions  Conversions
 	// SaleAmount and Commission sum the conversions that earn (pending, approved, paid), in
-	// minor units of Currency.
-	SaleAmount int64
-	Commission int64
+	// minor units of Currency. Sums, because many amounts the API accepts exceed int64.
+	SaleAmount money.Sum
+	Commission money.Sum
 	// Currency of the amounts; empty when no conversion in range had one and none was asked.
 	Currency string
 }
@@ -114,15 +114,11 @@ func (r Row) Earning() int64 {
 }
 
 // EPC is the commission per click in minor units, rounded half up; 0 without clicks.
-func (r Row) EPC() int64 {
+func (r Row) EPC() money.Sum {
 	if r.Clicks <= 0 {
-		return 0
+		return money.Sum{}
 	}
-	q, rem := r.Commission/r.Clicks, r.Commission%r.Clicks
-	if rem*2 >= r.Clicks {
-		q++
-	}
-	return q
+	return r.Commission.DivRound(r.Clicks)
 }
 
 // ConversionRate is earning conversions per click, rounded to 4 decimals; 0 without clicks.
@@ -152,8 +148,8 @@ func (r *Row) add(o Row) {
 	r.Conversions.Paid += o.Conversions.Paid
 	r.Conversions.Reversed += o.Conversions.Reversed
 	r.Conversions.Total += o.Conversions.Total
-	r.SaleAmount += o.SaleAmount
-	r.Commission += o.Commission
+	r.SaleAmount = r.SaleAmount.Add(o.SaleAmount)
+	r.Commission = r.Commission.Add(o.Commission)
 }
 
 // Options of the service.
@@ -332,7 +328,7 @@ func sortRows(rows []Row, g GroupBy) {
 		case a.Clicks != b.Clicks:
 			return cmpDesc(a.Clicks, b.Clicks)
 		case a.Commission != b.Commission:
-			return cmpDesc(a.Commission, b.Commission)
+			return b.Commission.Cmp(a.Commission)
 		}
 		return strings.Compare(key(a), key(b))
 	})
@@ -396,12 +392,15 @@ func (s *Service) clicks(ctx context.Context, g grouping, where string, args []a
 }
 
 type conversionFigures struct {
-	key, program, affiliate       string
-	currency, status              string
-	count, saleAmount, commission int64
+	key, program, affiliate string
+	currency, status        string
+	count                   int64
+	saleAmount, commission  money.Sum
 }
 
-func (c conversionFigures) zero() bool { return c.count == 0 && c.saleAmount == 0 && c.commission == 0 }
+func (c conversionFigures) zero() bool {
+	return c.count == 0 && c.saleAmount == money.Sum{} && c.commission == money.Sum{}
+}
 
 func (c conversionFigures) addTo(r *Row) {
 	switch c.status {
@@ -418,8 +417,8 @@ func (c conversionFigures) addTo(r *Row) {
 	}
 	r.Conversions.Total += c.count
 	if c.status == Pending || c.status == Approved || c.status == Paid {
-		r.SaleAmount += c.saleAmount
-		r.Commission += c.commission
+		r.SaleAmount = r.SaleAmount.Add(c.saleAmount)
+		r.Commission = r.Commission.Add(c.commission)
 	}
 }
 
@@ -428,7 +427,8 @@ func (s *Service) conversions(ctx context.Context, g grouping, where string, arg
 		where += " AND currency = ?"
 		args = append(slices.Clip(args), currency)
 	}
-	q := "SELECT " + g.key + ", " + g.extra + ", currency, status, sum(conversions), sum(sale_amount), sum(commission) FROM " +
+	// The amounts are Decimal(38, 0) (migration 0005): read as text, as no Go integer holds them.
+	q := "SELECT " + g.key + ", " + g.extra + ", currency, status, sum(conversions), toString(sum(sale_amount)), toString(sum(commission)) FROM " +
 		s.db + ".conversions_daily WHERE " + where + " GROUP BY " + g.column + ", currency, status"
 	rows, err := s.conn.Query(ctx, q, args...)
 	if err != nil {
@@ -438,8 +438,15 @@ func (s *Service) conversions(ctx context.Context, g grouping, where string, arg
 	var out []conversionFigures
 	for rows.Next() {
 		var f conversionFigures
-		if err := rows.Scan(&f.key, &f.program, &f.affiliate, &f.currency, &f.status, &f.count, &f.saleAmount, &f.commission); err != nil {
+		var sale, commission string
+		if err := rows.Scan(&f.key, &f.program, &f.affiliate, &f.currency, &f.status, &f.count, &sale, &commission); err != nil {
 			return nil, fmt.Errorf("stats: read conversions: %w", err)
+		}
+		if f.saleAmount, err = money.ParseSum(sale); err != nil {
+			return nil, fmt.Errorf("stats: read conversions: sale amount: %w", err)
+		}
+		if f.commission, err = money.ParseSum(commission); err != nil {
+			return nil, fmt.Errorf("stats: read conversions: commission: %w", err)
 		}
 		out = append(out, f)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ingest"
+	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/stats"
 	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
@@ -72,18 +73,18 @@ func TestEPCAndConversionRate(t *testing.T) {
 	tests := []struct {
 		name string
 		row  stats.Row
-		epc  int64
+		epc  money.Sum
 		rate float64
 	}{
-		{"no clicks earn nothing per click", stats.Row{Commission: 500, Conversions: stats.Conversions{Approved: 1, Total: 1}}, 0, 0},
-		{"commission per click rounds half up", stats.Row{Clicks: 4, Commission: 1250, Conversions: stats.Conversions{Pending: 1, Total: 1}}, 313, 0.25},
-		{"below half rounds down", stats.Row{Clicks: 3, Commission: 1000, Conversions: stats.Conversions{Paid: 1, Total: 1}}, 333, 0.3333},
-		{"rejected and reversed conversions do not convert", stats.Row{Clicks: 10, Conversions: stats.Conversions{Approved: 1, Rejected: 2, Reversed: 3, Total: 6}}, 0, 0.1},
+		{"no clicks earn nothing per click", stats.Row{Commission: money.SumOf(500), Conversions: stats.Conversions{Approved: 1, Total: 1}}, money.Sum{}, 0},
+		{"commission per click rounds half up", stats.Row{Clicks: 4, Commission: money.SumOf(1250), Conversions: stats.Conversions{Pending: 1, Total: 1}}, money.SumOf(313), 0.25},
+		{"below half rounds down", stats.Row{Clicks: 3, Commission: money.SumOf(1000), Conversions: stats.Conversions{Paid: 1, Total: 1}}, money.SumOf(333), 0.3333},
+		{"rejected and reversed conversions do not convert", stats.Row{Clicks: 10, Conversions: stats.Conversions{Approved: 1, Rejected: 2, Reversed: 3, Total: 6}}, money.Sum{}, 0.1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.row.EPC(); got != tt.epc {
-				t.Errorf("EPC = %d, want %d", got, tt.epc)
+				t.Errorf("EPC = %s, want %s", got, tt.epc)
 			}
 			if got := tt.row.ConversionRate(); got != tt.rate {
 				t.Errorf("conversion rate = %v, want %v", got, tt.rate)
@@ -165,7 +166,7 @@ func TestQueryGroupsScopesAndOrdersRows(t *testing.T) {
 				case r.LinkID != "":
 					k = r.LinkID
 				}
-				got = append(got, fmt.Sprintf("%s:%d/%d/%d %s", k, r.Clicks, r.Conversions.Total, r.Commission, r.Currency))
+				got = append(got, fmt.Sprintf("%s:%d/%d/%s %s", k, r.Clicks, r.Conversions.Total, r.Commission, r.Currency))
 			}
 			if g := strings.Join(got, " "); g != tt.want {
 				t.Errorf("rows\n got  %s\n want %s", g, tt.want)

@@ -61,7 +61,7 @@ func (o *ResolverOptions) defaults() {
 }
 
 // Resolver answers the redirect's lookups from memory. Entries are dropped by Invalidate
-// (fed by links.ListenChanges: a code, or "program:<id>" for all of a program's links),
+// (fed by pgstore.Listen on links.ChangedChannel: a code, or "program:<id>" for all of a program's links),
 // all of them by Reset (the listener reconnected and may have missed notifications), and
 // otherwise expire after the TTL.
 type Resolver struct {

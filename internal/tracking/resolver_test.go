@@ -15,6 +15,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/links/linkstest"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 	"github.com/partnerstream/partnerstream/internal/tracking"
 )
 
@@ -155,7 +156,7 @@ func TestResolverDoesNotCacheALookupThatRacedANotification(t *testing.T) {
 }
 
 // TestChangesReachTheCacheThroughNotify runs the real chain: links service, Postgres
-// NOTIFY, links.ListenChanges, Resolver. The TTL is an hour, so only the notification can
+// NOTIFY, pgstore.Listen, Resolver. The TTL is an hour, so only the notification can
 // make the cache see a change.
 func TestChangesReachTheCacheThroughNotify(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -179,9 +180,7 @@ func TestChangesReachTheCacheThroughNotify(t *testing.T) {
 	}
 
 	r := tracking.NewResolver(svc, tracking.ResolverOptions{TTL: time.Hour, NegativeTTL: time.Hour})
-	listening := make(chan struct{}, 1)
-	go links.ListenChanges(ctx, db, quiet, r.Invalidate, func() { r.Reset(); listening <- struct{}{} })
-	<-listening
+	pgtest.Listen(t, db, pgstore.Subscription{Channel: links.ChangedChannel, Notify: r.Invalidate, Reset: r.Reset})
 
 	eventually := func(what string, want error) {
 		t.Helper()

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/links"
 )
@@ -34,8 +35,9 @@ type ClickRecorder interface {
 type Visit struct {
 	Code                    string
 	IP, UserAgent, Referrer string
-	// Subs are the query's sub1..sub5; an empty one keeps the link's default. Values longer
-	// than 255 characters are cut to 255.
+	// Subs are the query's sub1..sub5; an empty one keeps the link's default. Control
+	// characters are dropped, invalid UTF-8 replaced, and values longer than 255 characters
+	// cut to 255.
 	Subs [5]string
 	// VisitorID is the visitor cookie's value, "" without one.
 	VisitorID string
@@ -108,7 +110,8 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 	}
 	subs := dest.Subs
 	for i, q := range v.Subs {
-		if q != "" {
+		// A visitor's query is not validated like a link's sub-ids: it is cleaned.
+		if q = freetext.Clean(q); q != "" {
 			subs[i] = cutRunes(q, links.MaxSubLen)
 		}
 	}

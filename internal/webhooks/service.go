@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/partnerstream/partnerstream/api/v1alpha1"
+	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/page"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
@@ -164,6 +165,9 @@ func (s *Service) Get(ctx context.Context, companyID, id string) (Webhook, error
 // this once (RotateSecret makes a new one). It waits for the controller to publish the
 // secret; if it does not in time, the subscription is removed and ErrNotReady returned.
 func (s *Service) Create(ctx context.Context, companyID string, in Input) (Webhook, string, error) {
+	if err := checkDescription(in.Description); err != nil {
+		return Webhook{}, "", err
+	}
 	id := ids.New(ids.Webhook)
 	w := &v1alpha1.Webhook{
 		ObjectMeta: metav1.ObjectMeta{
@@ -200,6 +204,11 @@ func (s *Service) Create(ctx context.Context, companyID string, in Input) (Webho
 
 // Update applies the patch to one of the company's webhooks.
 func (s *Service) Update(ctx context.Context, companyID, id string, p Patch) (Webhook, error) {
+	if p.Description != nil {
+		if err := checkDescription(*p.Description); err != nil {
+			return Webhook{}, err
+		}
+	}
 	var updated *v1alpha1.Webhook
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		w, err := s.lookup(ctx, companyID, id)
@@ -376,6 +385,18 @@ func eventTypes(in []string) []v1alpha1.EventType {
 	}
 	return out
 }
+
+// checkDescription applies the platform's free-text rule, which the CRD does not express,
+// to what the API writes; the CRD still bounds the length of any object.
+func checkDescription(d string) error {
+	if msg := freetext.Check(d, 0, maxDescription, true); msg != "" {
+		return &ValidationError{Message: "description: " + msg, Fields: []FieldError{{Field: "description", Message: msg}}}
+	}
+	return nil
+}
+
+// maxDescription is the CRD's MaxLength of spec.description.
+const maxDescription = 512
 
 // seconds converts an API number of seconds; a value too large for a Duration saturates
 // instead of wrapping into a small one, so the API server's bound still refuses it.

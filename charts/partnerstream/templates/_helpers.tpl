@@ -95,6 +95,7 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_CLICK_SPOOL_MAX_BYTES, commands: [api], value: {{ int64 $v.api.clickSpool.maxBytes | toString | toJson }}}
 - {env: PARTNERSTREAM_RATE_LIMIT_REQUESTS, commands: [api], value: {{ int64 $v.api.rateLimitRequests | toString | toJson }}}
 - {env: PARTNERSTREAM_RATE_LIMIT_WINDOW, commands: [api], value: {{ toJson $v.api.rateLimitWindow }}}
+- {env: PARTNERSTREAM_FAILED_AUTH_LIMIT, commands: [api], value: {{ int64 $v.api.failedAuthLimit | toString | toJson }}}
 - {env: PARTNERSTREAM_SESSION_KEYS, commands: [api], setting: {{ toJson $v.session.keys }}}
 - {env: PARTNERSTREAM_SESSION_ACCESS_TTL, commands: [api], value: {{ toJson $v.session.accessTTL }}}
 - {env: PARTNERSTREAM_SESSION_REFRESH_TTL, commands: [api], value: {{ toJson $v.session.refreshTTL }}}

@@ -1,8 +1,9 @@
 // Package chstore connects to ClickHouse, the store of click and conversion statistics, and
 // owns its schema migrations.
 //
-// Everything here sticks to the SQL subset of ARCHITECTURE.md section 9, which runs on
-// ClickHouse 18.16 as well as on current versions, over the native protocol.
+// Everything here sticks to the SQL subset of docs/architecture.md ("The ClickHouse SQL
+// subset"), which runs on ClickHouse 18.16 as well as on current versions, over the native
+// protocol.
 package chstore
 
 import (

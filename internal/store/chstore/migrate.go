@@ -125,7 +125,7 @@ func appliedVersions(ctx context.Context, conn driver.Conn, database string) (ma
 }
 
 // record inserts through PrepareBatch because that is the insert path that works on 18.16 and
-// on current servers alike (ARCHITECTURE.md section 9).
+// on current servers alike (docs/architecture.md, "The ClickHouse SQL subset").
 func record(ctx context.Context, conn driver.Conn, database string, m migration) error {
 	batch, err := conn.PrepareBatch(ctx, qualify("INSERT INTO {db}.schema_migrations (version, name, applied_at)", database))
 	if err != nil {

@@ -1,0 +1,249 @@
+package tracking
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Settings of the replay loop and the async drain.
+const (
+	// replayWindow is how many spooled clicks go out in one replay round.
+	replayWindow = 500
+	// drainBatch is the most clicks an async worker takes from the queue at once.
+	drainBatch = 1000
+	// replayPoll is how often the replay loop looks at the spool without being told.
+	replayPoll          = time.Second
+	replayBackoffMin    = 100 * time.Millisecond
+	replayBackoffMax    = 5 * time.Second
+	replayLookupTimeout = 10 * time.Second
+)
+
+// Run replays the spool and drains the async queue until ctx ends. Then it stops taking
+// clicks into the queue, flushes it (to Kafka, or else to the spool), makes one bounded
+// attempt to empty the spool, and closes the producer and the spool. Stop the HTTP server
+// before canceling ctx: a click recorded after Run returned is dropped.
+func (r *Recorder) Run(ctx context.Context) error {
+	replayCtx, stopReplay := context.WithCancel(context.WithoutCancel(ctx))
+	stopDrain := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { r.replayLoop(replayCtx) })
+	if r.o.Mode == ModeAsync {
+		for range r.o.Workers {
+			wg.Go(func() { r.drain(stopDrain) })
+		}
+	}
+	<-ctx.Done()
+
+	r.setState(recorderStateClosing)
+	stopReplay()
+	close(stopDrain)
+	wg.Wait()
+	if r.spool.Size() > 0 {
+		fctx, cancel := context.WithTimeout(context.Background(), r.o.ShutdownFlush)
+		if err := r.replay(fctx); err != nil {
+			r.o.Log.Warn("clicks: spool not emptied on shutdown; it is replayed at the next start", "bytes", r.spool.Size(), "err", err)
+		}
+		cancel()
+	}
+	r.setState(recorderStateClosed)
+	// Close waits for every write under way, so every write learns its outcome.
+	werr := r.w.Close()
+	serr := r.spool.Close()
+	if n := r.spool.Size(); n > 0 {
+		r.o.Log.Info("clicks: spool kept for the next start", "bytes", n)
+	}
+	return errors.Join(werr, serr)
+}
+
+// setState waits for the Record calls under way, which hold the read lock.
+func (r *Recorder) setState(s int) {
+	r.stateMu.Lock()
+	r.state = s
+	r.stateMu.Unlock()
+}
+
+// drain is an async worker: it sends whatever the queue holds, up to drainBatch at a time.
+// Once stop is closed no click enters the queue any more, so it empties the queue and
+// returns.
+func (r *Recorder) drain(stop <-chan struct{}) {
+	batch := make([]item, 0, drainBatch)
+	for {
+		var stopping bool
+		select {
+		case it := <-r.queue:
+			batch = append(batch[:0], it)
+		case <-stop:
+			stopping = true
+			batch = batch[:0]
+		}
+	fill:
+		for len(batch) < drainBatch {
+			select {
+			case it := <-r.queue:
+				batch = append(batch, it)
+			default:
+				break fill
+			}
+		}
+		if len(batch) > 0 {
+			// A spool error is already counted and logged; there is nobody to tell.
+			_ = r.deliver(batch, r.o.AsyncAckTimeout)
+		}
+		if stopping && len(batch) == 0 {
+			return
+		}
+	}
+}
+
+// replayLoop replays the spool whenever it has records, with a growing pause after a failed
+// round.
+func (r *Recorder) replayLoop(ctx context.Context) {
+	tick := time.NewTicker(replayPoll)
+	defer tick.Stop()
+	backoff := replayBackoffMin
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		case <-tick.C:
+		}
+		if r.spool.Size() == 0 {
+			r.recover()
+			continue
+		}
+		err := r.replay(ctx)
+		if err == nil {
+			backoff = replayBackoffMin
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.o.Log.Warn("clicks: spool replay failed; retrying", "in", backoff, "spool_bytes", r.spool.Size(), "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, replayBackoffMax)
+	}
+}
+
+// replay sends the sealed segments to Kafka, oldest first, and deletes each once all its
+// clicks are in Kafka. It returns nil when the spool is empty.
+func (r *Recorder) replay(ctx context.Context) error {
+	for {
+		seg, ok, err := r.spool.Oldest()
+		if err != nil || !ok {
+			return err
+		}
+		payloads, skipped, err := readSegment(seg.path)
+		if err != nil {
+			return err
+		}
+		if skipped > 0 {
+			clicksDropped.WithLabelValues(dropSpoolCorrupt).Inc()
+			r.o.Log.Warn("clicks: spool segment ends in a torn or corrupt record; skipping it", "segment", seg.path, "bytes", skipped)
+		}
+		if r.replaySeq != seg.seq || r.confirmed == nil {
+			r.replaySeq, r.confirmed = seg.seq, map[string]struct{}{}
+		}
+		for start := 0; start < len(payloads); start += replayWindow {
+			if err := r.replayWindow(ctx, payloads[start:min(start+replayWindow, len(payloads))]); err != nil {
+				return err
+			}
+			r.recover()
+		}
+		if err := r.spool.Remove(seg); err != nil {
+			return err
+		}
+	}
+}
+
+// replayWindow gets a window of spooled clicks into Kafka, retrying the ones that fail, and
+// returns only once all are in (or ctx ends).
+func (r *Recorder) replayWindow(ctx context.Context, payloads [][]byte) error {
+	var send []item
+	for _, p := range payloads {
+		var head struct {
+			ClickID string `json:"click_id"`
+		}
+		if err := json.Unmarshal(p, &head); err != nil || head.ClickID == "" {
+			clicksDropped.WithLabelValues(dropSpoolCorrupt).Inc()
+			r.o.Log.Error("clicks: spooled record is not a click; skipping it", "err", err)
+			continue
+		}
+		if _, ok := r.confirmed[head.ClickID]; ok {
+			continue
+		}
+		if d := r.takeInFlight(head.ClickID); d != nil {
+			<-d.done // bounded by the producer's attempts; see writeAll
+			if d.err == nil {
+				clicksReplayed.Inc() // the first write made it after all
+				r.confirmed[head.ClickID] = struct{}{}
+				continue
+			}
+		}
+		send = append(send, item{id: head.ClickID, payload: p})
+	}
+	backoff := replayBackoffMin
+	for attempt := 1; len(send) > 0; attempt++ {
+		failed, err := r.writeAll(ctx, send)
+		if len(failed) == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		send = failed
+		level := slog.LevelDebug
+		if attempt == 1 {
+			level = slog.LevelWarn
+		}
+		r.o.Log.Log(ctx, level, "clicks: Kafka refused spooled clicks; retrying", "clicks", len(send), "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, replayBackoffMax)
+	}
+	return nil
+}
+
+// writeAll sends the items and waits for every outcome; it returns the ones that failed and
+// why.
+//
+// It waits even when ctx ends: a replay that stopped listening could not tell which clicks
+// made it, and would send them again. The wait is bounded by the producer (writeAttempts
+// tries of at most writeTimeout each).
+func (r *Recorder) writeAll(ctx context.Context, items []item) ([]item, error) {
+	lctx, cancel := context.WithTimeout(ctx, replayLookupTimeout)
+	defer cancel()
+	ds, err := r.submit(lctx, items)
+	if err != nil {
+		return items, err
+	}
+	var failed []item
+	var cause error
+	for i, d := range ds {
+		<-d.done
+		if d.err != nil {
+			failed, cause = append(failed, items[i]), d.err
+			continue
+		}
+		r.confirmed[items[i].id] = struct{}{}
+		clicksReplayed.Inc()
+	}
+	return failed, cause
+}
+
+// stickyBalancer sends BatchSize messages in a row to one partition, then moves to the
+// next. Clicks are keyed by click id, which no consumer needs on a particular partition
+// (each key occurs once), so placing them by key hash would only split the clicks of every
+// millisecond into one small request per partition: with six partitions, six times the
