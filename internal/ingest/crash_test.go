@@ -84,13 +84,21 @@ func (e *env) startChild(t *testing.T, batch, crashAfter int) *child {
 	return c
 }
 
+// outputAfterKill stops the child and returns what it printed, read only once it has exited:
+// the child writes to the buffer until then.
+func (c *child) outputAfterKill() string {
+	_ = c.cmd.Process.Kill()
+	<-c.exited
+	return c.output.String()
+}
+
 // waitKilled waits for the child to die of SIGKILL.
 func (c *child) waitKilled(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	select {
 	case <-c.exited:
 	case <-time.After(timeout):
-		t.Fatalf("the ingester did not crash within %s; output:\n%s", timeout, c.output.String())
+		t.Fatalf("the ingester did not crash within %s; output:\n%s", timeout, c.outputAfterKill())
 	}
 	if got := c.cmd.ProcessState.String(); got != "signal: killed" {
 		t.Fatalf("the ingester ended with %q, want it killed; output:\n%s", got, c.output.String())
@@ -103,7 +111,7 @@ func (c *child) killWhen(t *testing.T, timeout time.Duration, cond func() bool) 
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("the ingester made no progress within %s; output:\n%s", timeout, c.output.String())
+			t.Fatalf("the ingester made no progress within %s; output:\n%s", timeout, c.outputAfterKill())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -120,8 +128,8 @@ func (e *env) crashTwice(t *testing.T, topic string, batch, crashAfter int, prog
 	before := progress()
 	crashing := e.startChild(t, batch, crashAfter)
 	killed := e.startChild(t, batch, 0)
-	crashing.waitKilled(t, time.Minute)
-	killed.killWhen(t, time.Minute, func() bool { return progress() >= before+minProgress })
+	crashing.waitKilled(t, 90*time.Second) // generous: a loaded 2-core machine
+	killed.killWhen(t, 90*time.Second, func() bool { return progress() >= before+minProgress })
 	group := DefaultGroupPrefix + "-clicks"
 	if topic == kafka.TopicEvents {
 		group = DefaultGroupPrefix + "-events"
