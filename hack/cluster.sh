@@ -32,28 +32,9 @@ step() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 kubectl() { "$ROOT/bin/k8s/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 helm() { "$ROOT/bin/helm" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 
-# packages: the container runtime and networking tools, from Debian (idempotent).
-packages() {
-  local want=(containerd runc containernetworking-plugins iptables conntrack) missing=()
-  for p in "${want[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return
-  step "installing ${missing[*]}"
-  local policy=/usr/sbin/policy-rc.d had=0
-  [ -e $policy ] && had=1
-  # containerd's package must not start a containerd of its own.
-  [ $had = 1 ] || { printf '#!/bin/sh\nexit 101\n' >$policy && chmod +x $policy; }
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  [ $had = 1 ] || rm -f $policy
-  (command -v systemctl >/dev/null && systemctl disable --now containerd >/dev/null 2>&1) || true
-}
-
 # build: the Kubernetes binaries, helm, the platform's image and the pause image.
 build() {
   bash hack/deps.sh >&2
-  packages
   bash hack/envtest.sh
   bash hack/kube-node.sh
   bash hack/helm.sh install
