@@ -46,7 +46,7 @@ func takeSnapshot() (snapshot, error) {
 			return nil
 		}
 		key := strings.TrimPrefix(path, "/proc/sys/")
-		if !hasAnyPrefix(key, sysctlPrefixes) || d.Type()&fs.ModePerm == 0 {
+		if !hasAnyPrefix(key, sysctlPrefixes) {
 			return nil
 		}
 		info, err := d.Info()
