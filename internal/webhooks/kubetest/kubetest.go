@@ -10,6 +10,7 @@ package kubetest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,7 +51,7 @@ type Env struct {
 // tests and stops it. It returns the exit code for os.Exit.
 func Run(m *testing.M, env **Env) int {
 	assets := strings.TrimSpace(os.Getenv(testenv.EnvKubeAssets))
-	if assets == "" {
+	if assets == "" || fuzzing() {
 		return m.Run()
 	}
 	te := &envtest.Environment{
@@ -176,4 +177,19 @@ func (e *Env) StartManager(t testing.TB, namespace string, setup func(ctrl.Manag
 		t.Fatal("manager cache did not sync")
 	}
 	return mgr
+}
+
+// fuzzing reports whether this process runs a fuzz target (`go test -fuzz`, the coordinator
+// and each of its workers): fuzz targets decode bytes and need no API server, and starting
+// one in every worker process kept them from ever making progress.
+func fuzzing() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+			return true
+		}
+	}
+	return false
 }
