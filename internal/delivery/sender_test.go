@@ -65,7 +65,7 @@ func TestAnAttemptsAnswer(t *testing.T) {
 	t.Parallel()
 	key, _ := signing.Key(signing.NewSecret())
 	m := Message{ID: "msg_1", Kind: KindWebhook, Body: []byte("{}"), At: time.Now(), Keys: []signing.HMACKey{{Key: key}}}
-	send := func(t *testing.T, respond func(http.ResponseWriter, *http.Request), timeout time.Duration) (Response, error, *receiver) {
+	send := func(t *testing.T, respond func(http.ResponseWriter, *http.Request), timeout time.Duration) (Response, *receiver, error) {
 		t.Helper()
 		rc := newReceiver(t, respond)
 		// A client that follows redirects and has no timeout: the sender decides both.
@@ -74,12 +74,12 @@ func TestAnAttemptsAnswer(t *testing.T) {
 			s.timeout = timeout
 		}
 		resp, err := s.Send(context.Background(), rc.URL+"/hook", m)
-		return resp, err, rc
+		return resp, rc, err
 	}
 
 	t.Run("a redirect is the answer, not followed", func(t *testing.T) {
 		t.Parallel()
-		resp, err, rc := send(t, func(w http.ResponseWriter, r *http.Request) {
+		resp, rc, err := send(t, func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/elsewhere" {
 				w.WriteHeader(200)
 				return
@@ -92,21 +92,21 @@ func TestAnAttemptsAnswer(t *testing.T) {
 	})
 	t.Run("an error status is an answer, not an error", func(t *testing.T) {
 		t.Parallel()
-		resp, err, _ := send(t, answer(503, "busy"), 0)
+		resp, _, err := send(t, answer(503, "busy"), 0)
 		if err != nil || resp.StatusCode != 503 || resp.Status != "503 Service Unavailable" || resp.Succeeded() || resp.Excerpt != "busy" {
 			t.Fatalf("%+v, %v", resp, err)
 		}
 	})
 	t.Run("a long answer is cut to 1024 characters of valid UTF-8", func(t *testing.T) {
 		t.Parallel()
-		resp, err, _ := send(t, answer(200, "\xff"+strings.Repeat("é", 3000)), 0)
+		resp, _, err := send(t, answer(200, "\xff"+strings.Repeat("é", 3000)), 0)
 		if want := "\uFFFD" + strings.Repeat("é", 1023); err != nil || resp.Excerpt != want {
 			t.Fatalf("excerpt %.40q (%d characters), %v; want %.40q", resp.Excerpt, len([]rune(resp.Excerpt)), err, want)
 		}
 	})
 	t.Run("a receiver slower than the timeout is an error", func(t *testing.T) {
 		t.Parallel()
-		resp, err, _ := send(t, func(_ http.ResponseWriter, r *http.Request) {
+		resp, _, err := send(t, func(_ http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):

@@ -1,6 +1,9 @@
-// Package signing holds the format of webhook signing secrets and of the Secret that keeps
-// them, shared by the controller (which writes it), the dashboard API (which hands the
-// current secret out) and the delivery workers (which sign with it).
+// Package signing is the one home of delivery signing: the format of signing secrets and of
+// the Secret that keeps them, their decoded keys, which keys sign at a given time, the
+// signature and its headers. The controller (which writes the Secret), the dashboard API
+// (which hands the current secret out and signs test samples), the postback settings and
+// the delivery workers (which sign with them) share it; it knows nothing of Kubernetes
+// clients, so none of them needs the Kubernetes-facing webhooks package for it.
 //
 // A secret is "whsec_" followed by the standard base64 of 32 random bytes (Standard
 // Webhooks); the HMAC key is the decoded bytes. The Secret's data has "current" and, during
