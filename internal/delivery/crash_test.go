@@ -20,7 +20,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
-	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
 
@@ -43,15 +42,15 @@ type fixedTarget struct {
 	Company, ID, URL, Secret string
 }
 
-func (f fixedTarget) target() webhooks.Target {
+func (f fixedTarget) target() signing.Target {
 	key, _ := signing.Key(f.Secret)
-	return webhooks.Target{ID: f.ID, URL: f.URL, Secrets: []webhooks.SigningKey{{Key: key}}}
+	return signing.Target{ID: f.ID, URL: f.URL, Secrets: []signing.HMACKey{{Key: key}}}
 }
 
 // fastRetries shortens the lease and the attempt timeout so that a crash test does not wait
 // out the production values.
 func fastRetries(s *Service) {
-	s.timeout = time.Second
+	s.sender.timeout = time.Second
 	s.o.Lease = 3 * time.Second
 }
 

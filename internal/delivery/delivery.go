@@ -29,7 +29,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/kafka"
-	"github.com/partnerstream/partnerstream/internal/webhooks"
+	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
 
 // Defaults of Options.
@@ -46,7 +46,7 @@ const (
 // Subscriptions finds the webhook subscriptions of a company to an event type, with their
 // live signing keys; *webhooks.Cache is one.
 type Subscriptions interface {
-	Targets(companyID, eventType string) []webhooks.Target
+	Targets(companyID, eventType string) []signing.Target
 	// WaitForSync blocks until the subscriptions are all known: before, a company would
 	// seem to have none and its events would be dropped.
 	WaitForSync(ctx context.Context) error
@@ -56,7 +56,7 @@ type Subscriptions interface {
 // *postbacks.Service is one. It returns postbacks.ErrNotConfigured when the company has no
 // postback URL.
 type PostbackKeys interface {
-	SigningKeys(ctx context.Context, companyID string, now time.Time) (string, []webhooks.SigningKey, error)
+	SigningKeys(ctx context.Context, companyID string, now time.Time) (string, []signing.HMACKey, error)
 }
 
 // Suspender disables a webhook subscription whose receiver answered 410 Gone.
@@ -112,11 +112,9 @@ type Options struct {
 // Service is the deliver component (run.Component "deliver").
 type Service struct {
 	o      Options
-	sender *sender
+	sender *Sender
 	limit  *targetLimiter
 	wake   chan struct{}
-	// timeout bounds an attempt: attemptTimeout (tests shorten it).
-	timeout time.Duration
 
 	synced   atomic.Bool
 	failure  atomic.Pointer[error] // of the last store of consumed events; nil once one succeeds
@@ -166,8 +164,8 @@ func New(o Options) (*Service, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	presetMetrics()
-	s := &Service{o: o, sender: newSender(o.AllowList, o.RootCAs), limit: newTargetLimiter(o.PerTarget),
-		timeout: attemptTimeout, wake: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
+	s := &Service{o: o, sender: NewSender(NewHTTPClient(o.AllowList, o.RootCAs)), limit: newTargetLimiter(o.PerTarget),
+		wake: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
 	if o.Subscriptions == nil {
 		s.synced.Store(true)
 	}

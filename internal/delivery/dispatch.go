@@ -189,7 +189,7 @@ func (s *Service) dispatch(ctx context.Context) error {
 					mu.Lock()
 					unstarted = append(unstarted, j)
 					mu.Unlock()
-				case s.o.Now().Add(s.timeout).After(j.leaseEnd):
+				case s.o.Now().Add(s.sender.timeout).After(j.leaseEnd):
 					// Its lease would end during the attempt, and another worker may claim
 					// it then: leave it to that one.
 				default:

@@ -23,7 +23,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
-	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
@@ -62,12 +61,12 @@ func addCompanies(t testing.TB, db *pgxpool.Pool, n int) []string {
 // subs are webhook subscriptions held in memory, for tests that need no Kubernetes API.
 type subs struct {
 	mu      sync.Mutex
-	targets map[[2]string][]webhooks.Target
+	targets map[[2]string][]signing.Target
 }
 
-func newSubs() *subs { return &subs{targets: map[[2]string][]webhooks.Target{}} }
+func newSubs() *subs { return &subs{targets: map[[2]string][]signing.Target{}} }
 
-func (s *subs) Targets(company, event string) []webhooks.Target {
+func (s *subs) Targets(company, event string) []signing.Target {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.targets[[2]string{company, event}])
@@ -76,20 +75,20 @@ func (s *subs) Targets(company, event string) []webhooks.Target {
 func (s *subs) WaitForSync(context.Context) error { return nil }
 
 // add subscribes a new webhook of the company to the events and returns it with its secret.
-func (s *subs) add(company, url string, evs ...string) (webhooks.Target, string) {
+func (s *subs) add(company, url string, evs ...string) (signing.Target, string) {
 	secret := signing.NewSecret()
 	key, _ := signing.Key(secret)
-	t := webhooks.Target{ID: ids.New(ids.Webhook), URL: url, Secrets: []webhooks.SigningKey{{Key: key}}}
+	t := signing.Target{ID: ids.New(ids.Webhook), URL: url, Secrets: []signing.HMACKey{{Key: key}}}
 	s.put(company, t, evs...)
 	return t, secret
 }
 
-func (s *subs) put(company string, t webhooks.Target, evs ...string) {
+func (s *subs) put(company string, t signing.Target, evs ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range evs {
 		k := [2]string{company, e}
-		s.targets[k] = slices.DeleteFunc(s.targets[k], func(o webhooks.Target) bool { return o.ID == t.ID })
+		s.targets[k] = slices.DeleteFunc(s.targets[k], func(o signing.Target) bool { return o.ID == t.ID })
 		s.targets[k] = append(s.targets[k], t)
 	}
 }
@@ -98,7 +97,7 @@ func (s *subs) remove(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, ts := range s.targets {
-		s.targets[k] = slices.DeleteFunc(ts, func(o webhooks.Target) bool { return o.ID == id })
+		s.targets[k] = slices.DeleteFunc(ts, func(o signing.Target) bool { return o.ID == id })
 	}
 }
 
@@ -106,11 +105,11 @@ func (s *subs) remove(id string) {
 type postbackURLs struct {
 	mu   sync.Mutex
 	urls map[string]string
-	keys map[string][]webhooks.SigningKey
+	keys map[string][]signing.HMACKey
 }
 
 func newPostbacks() *postbackURLs {
-	return &postbackURLs{urls: map[string]string{}, keys: map[string][]webhooks.SigningKey{}}
+	return &postbackURLs{urls: map[string]string{}, keys: map[string][]signing.HMACKey{}}
 }
 
 func (p *postbackURLs) set(company, url string) string {
@@ -118,11 +117,11 @@ func (p *postbackURLs) set(company, url string) string {
 	key, _ := signing.Key(secret)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.urls[company], p.keys[company] = url, []webhooks.SigningKey{{Key: key}}
+	p.urls[company], p.keys[company] = url, []signing.HMACKey{{Key: key}}
 	return secret
 }
 
-func (p *postbackURLs) SigningKeys(_ context.Context, company string, _ time.Time) (string, []webhooks.SigningKey, error) {
+func (p *postbackURLs) SigningKeys(_ context.Context, company string, _ time.Time) (string, []signing.HMACKey, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u, ok := p.urls[company]

@@ -1,36 +1,18 @@
 package delivery
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/partnerstream/partnerstream/internal/egress"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
-	"github.com/partnerstream/partnerstream/internal/version"
-	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
-)
-
-// Limits of one attempt (docs/architecture.md, "Delivery: retries, limits and the SSRF guard").
-const (
-	attemptTimeout = 15 * time.Second
-	connectTimeout = 5 * time.Second
-	// maxExcerpt caps the response excerpt and the error kept per attempt, in characters.
-	maxExcerpt = 1024
-	// drainLimit is how much of a longer response is read to keep its connection reusable.
-	drainLimit = 64 << 10
 )
 
 // retryBases are the delays before retries 1, 2 and 3: 1 attempt + 3 retries.
@@ -95,47 +77,12 @@ func schedule(n int, trigger string, f failure, now time.Time, jitter float64) (
 	return StatusPending, now.Add(d)
 }
 
-// sender makes attempts over HTTP with the SSRF guard on every connection.
-type sender struct {
-	client    *http.Client
-	userAgent string
-}
-
-func newSender(allow []netip.Prefix, roots *x509.CertPool) *sender {
-	return &sender{client: NewHTTPClient(allow, roots), userAgent: "PartnerStream-Webhooks/" + version.Version}
-}
-
-// NewHTTPClient returns the client the workers send with: the SSRF guard checks every
-// resolved address at connect time (allow lists the ranges permitted anyway), connecting
-// takes at most 5 s, no proxy is used and redirects are not followed (a 3xx is the answer).
-// Callers bound each request with a context (an attempt has 15 s). The test endpoint of the
-// API sends with it too. roots verifies the receivers' certificates (nil: the system's CAs).
-func NewHTTPClient(allow []netip.Prefix, roots *x509.CertPool) *http.Client {
-	dialer := egress.Dialer(allow, connectTimeout)
-	transport := &http.Transport{
-		// No proxy: the guard must see the receiver's address, not a proxy's.
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   connectTimeout,
-		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
-	return &http.Client{
-		Transport:     transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
 // errTargetGone ends a delivery whose subscription or postback URL no longer exists.
 var errTargetGone = errors.New("target gone")
 
 // resolve finds where the delivery goes now and the keys that sign it: an edited
 // subscription sends to its new URL, a rotation signs with both secrets.
-func (s *Service) resolve(ctx context.Context, j job, now time.Time) (string, []webhooks.SigningKey, error) {
+func (s *Service) resolve(ctx context.Context, j job, now time.Time) (string, []signing.HMACKey, error) {
 	if j.kind == KindPostback {
 		if s.o.Postbacks == nil {
 			return j.url, nil, fmt.Errorf("%w: postbacks are not configured in this deliver component", errTargetGone)
@@ -154,17 +101,6 @@ func (s *Service) resolve(ctx context.Context, j job, now time.Time) (string, []
 		}
 	}
 	return j.url, nil, fmt.Errorf("%w: webhook %s was deleted, suspended or unsubscribed from %s", errTargetGone, j.targetID, j.eventType)
-}
-
-// liveKeys are the keys that still sign at now.
-func liveKeys(keys []webhooks.SigningKey, now time.Time) [][]byte {
-	out := make([][]byte, 0, len(keys))
-	for _, k := range keys {
-		if k.ExpiresAt.IsZero() || now.Before(k.ExpiresAt) {
-			out = append(out, k.Key)
-		}
-	}
-	return out
 }
 
 // attempt makes one attempt of j and decides what follows. It never returns an error: every
@@ -201,40 +137,21 @@ func (s *Service) send(ctx context.Context, j job, now time.Time, o *outcome) (f
 	if err != nil {
 		return failure{reason: reasonOther}, fmt.Errorf("find the signing keys: %w", err)
 	}
-	live := liveKeys(keys, now)
+	live := signing.Live(keys, now)
 	if len(live) == 0 {
 		return failure{reason: reasonOther}, errors.New("the target has no live signing key")
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(j.body))
-	if err != nil {
-		return failure{reason: reasonOther, permanent: true}, fmt.Errorf("invalid target URL: %w", err)
+	resp, err := s.sender.Send(ctx, url, Message{ID: j.id, Kind: j.kind, Body: j.body, At: now, Keys: live})
+	if errors.Is(err, ErrInvalidURL) {
+		return failure{reason: reasonOther, permanent: true}, err
 	}
-	sig := signing.Sign(j.id, now, j.body, live...)
-	h := req.Header
-	h.Set("webhook-id", j.id)
-	h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	h.Set("webhook-signature", sig)
-	if j.kind == KindPostback {
-		h.Set("x-svc-signature", sig)
-	} else {
-		h.Set("X-Webhook-Signature", sig)
-	}
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", s.sender.userAgent)
-
-	resp, err := s.sender.client.Do(req)
 	if err != nil {
 		return classifyTransport(err)
 	}
-	o.statusCode = resp.StatusCode
-	o.excerpt = readExcerpt(resp.Body)
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
-	_ = resp.Body.Close()
+	o.statusCode, o.excerpt = resp.StatusCode, resp.Excerpt
 	code := resp.StatusCode
 	switch {
-	case code >= 200 && code < 300:
+	case resp.Succeeded():
 		return failure{}, nil
 	case code == http.StatusGone:
 		return failure{reason: reasonGone, permanent: true}, fmt.Errorf("receiver answered %s: %s", resp.Status, s.suspend(j))
@@ -305,20 +222,4 @@ func retryAfter(v string, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
-}
-
-// readExcerpt reads the start of a response body as text.
-func readExcerpt(r io.Reader) string {
-	b, _ := io.ReadAll(io.LimitReader(r, 4*maxExcerpt))
-	return truncate(string(b))
-}
-
-// truncate makes s valid UTF-8 of at most maxExcerpt characters (the columns' limit).
-func truncate(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if utf8.RuneCountInString(s) <= maxExcerpt {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:maxExcerpt])
 }

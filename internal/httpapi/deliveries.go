@@ -1,15 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +15,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
-	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/page"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
@@ -37,35 +32,18 @@ type DeliveryHistory interface {
 // webhook is the caller's, and the keys a delivery to it is signed with.
 type DeliveryWebhooks interface {
 	Get(ctx context.Context, companyID, id string) (webhooks.Webhook, error)
-	SigningTarget(ctx context.Context, companyID, id string, now time.Time) (webhooks.Target, error)
+	SigningTarget(ctx context.Context, companyID, id string, now time.Time) (signing.Target, error)
 }
 
 // DeliveriesOptions configure the delivery routes.
 type DeliveriesOptions struct {
-	// Client sends the test endpoint's request with "send": true. It must be the delivery
-	// workers' SSRF-guarded client (the resolved address checked at connect time): the URL is
-	// the integrator's. Redirects are never followed and the timeout is TestSendTimeout,
-	// whatever the client says. Nil answers such a request 503 sending_unavailable.
+	// Client sends the test endpoint's request with "send": true, through a delivery.Sender
+	// (one attempt, as the workers make it). It must be the delivery workers' SSRF-guarded
+	// client (the resolved address checked at connect time): the URL is the integrator's.
+	// Nil answers such a request 503 sending_unavailable.
 	Client *http.Client
 	// Now is the clock of the test endpoint's timestamps; time.Now when nil.
 	Now func() time.Time
-}
-
-// TestSendTimeout bounds the test endpoint's request, like one delivery attempt.
-const TestSendTimeout = 15 * time.Second
-
-// maxExcerpt caps the receiver's answer shown by the test endpoint (the same cap as the
-// delivery history's response excerpt).
-const maxExcerpt = 1024
-
-// testEventTypes are the event types the test endpoint has a sample of, with the commission
-// status (and the previous one) their data carries.
-var testEventTypes = map[string][2]string{
-	events.ConversionCreated:       {"pending", ""},
-	events.ConversionApproved:      {"approved", ""},
-	events.ConversionRejected:      {"rejected", ""},
-	events.CommissionStatusChanged: {"approved", "pending"},
-	events.PartnershipCreated:      {"pending", ""},
 }
 
 // MountDeliveries adds the delivery history and recovery routes of the dashboard (webhooks
@@ -78,7 +56,10 @@ func (s *Server) MountDeliveries(history DeliveryHistory, hooks DeliveryWebhooks
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	d := deliveryHandlers{history: history, hooks: hooks, opts: o}
+	d := deliveryHandlers{history: history, hooks: hooks, now: o.Now}
+	if o.Client != nil {
+		d.sender = delivery.NewSender(o.Client)
+	}
 	admin := requireAdminTo("replay deliveries")
 	// Literal paths before /api/webhooks/:id... (Fiber tries routes in registration order).
 	s.app.Post("/api/webhooks/retry-failed", admin, d.retryFailed)
@@ -91,7 +72,9 @@ func (s *Server) MountDeliveries(history DeliveryHistory, hooks DeliveryWebhooks
 type deliveryHandlers struct {
 	history DeliveryHistory
 	hooks   DeliveryWebhooks
-	opts    DeliveriesOptions
+	// sender makes the test endpoint's attempt; nil without a guarded client.
+	sender *delivery.Sender
+	now    func() time.Time
 }
 
 func (d deliveryHandlers) webhookHistory(c *fiber.Ctx) error {
@@ -260,24 +243,19 @@ func (d deliveryHandlers) test(c *fiber.Ctx) error {
 		in.EventType = events.ConversionCreated
 	}
 	var errs []FieldError
-	if _, ok := testEventTypes[in.EventType]; !ok {
-		types := make([]string, 0, len(testEventTypes))
-		for t := range testEventTypes {
-			types = append(types, t)
-		}
-		slices.Sort(types)
-		errs = append(errs, FieldError{Field: "event_type", Message: "must be one of " + strings.Join(types, ", ")})
+	if !slices.Contains(events.SampleTypes, in.EventType) {
+		errs = append(errs, FieldError{Field: "event_type", Message: "must be one of " + strings.Join(events.SampleTypes, ", ")})
 	}
 	if in.WebhookID != "" && in.Secret != "" {
 		errs = append(errs, FieldError{Field: "secret", Message: "give webhook_id or secret, not both: a webhook signs with its own secrets"})
 	}
-	var keys [][]byte
+	var keys []signing.HMACKey
 	if in.Secret != "" {
 		k, err := signing.Key(in.Secret)
 		if err != nil {
 			errs = append(errs, FieldError{Field: "secret", Message: "must be a signing secret: whsec_ and the base64 of 24 to 64 bytes"})
 		}
-		keys = [][]byte{k}
+		keys = []signing.HMACKey{{Key: k}}
 	}
 	if in.Send && in.WebhookID == "" {
 		errs = append(errs, FieldError{Field: "send", Message: "needs webhook_id: a sample is only sent to one of your webhooks"})
@@ -286,47 +264,39 @@ func (d deliveryHandlers) test(c *fiber.Ctx) error {
 		return Invalid(errs...)
 	}
 
-	now := d.opts.Now()
-	ctx, company := c.UserContext(), Caller(c).CompanyID
+	now := d.now()
+	caller := Caller(c)
+	ctx := c.UserContext()
 	out := webhookTest{}
-	var target webhooks.Target
+	var target signing.Target
 	switch {
 	case in.WebhookID != "":
 		var err error
-		if target, err = d.hooks.SigningTarget(ctx, company, in.WebhookID, now); err != nil {
+		if target, err = d.hooks.SigningTarget(ctx, caller.CompanyID, in.WebhookID, now); err != nil {
 			if errors.Is(err, webhooks.ErrNotReady) {
 				return NewProblem(fiber.StatusConflict, "webhook_not_ready", "the webhook has no signing secret yet: the controller publishes it shortly, try again")
 			}
 			return webhookProblem(c, err)
 		}
-		for _, k := range target.Secrets {
-			keys = append(keys, k.Key)
-		}
+		keys = target.Secrets
 	case in.Secret == "":
 		out.Secret = signing.NewSecret()
 		k, _ := signing.Key(out.Secret) // NewSecret makes valid ones
-		keys = [][]byte{k}
+		keys = []signing.HMACKey{{Key: k}}
 	}
-	if in.Send && d.opts.Client == nil {
+	if in.Send && d.sender == nil {
 		return NewProblem(fiber.StatusServiceUnavailable, "sending_unavailable", "this api cannot send test deliveries (no guarded HTTP client is configured); call again without send")
 	}
 
-	body, err := events.WebhookBody(sampleEnvelope(Caller(c), in.EventType, now))
+	sample, _ := events.Sample(in.EventType, caller.CompanyID, caller.CompanyKind == identity.Affiliate, now) // a type checked above
+	body, err := events.WebhookBody(sample)
 	if err != nil {
 		return err
 	}
-	msgID := ids.New(ids.Delivery)
-	sig := signing.Sign(msgID, now, body, keys...)
-	out.Body, out.Payload = string(body), body
-	out.Headers = map[string]string{
-		"content-type":        fiber.MIMEApplicationJSON,
-		"webhook-id":          msgID,
-		"webhook-timestamp":   strconv.FormatInt(now.Unix(), 10),
-		"webhook-signature":   sig,
-		"X-Webhook-Signature": sig,
-	}
+	msg := delivery.Message{ID: ids.New(ids.Delivery), Kind: delivery.KindWebhook, Body: body, At: now, Keys: keys}
+	out.Body, out.Payload, out.Headers = string(body), body, msg.Headers()
 	if in.Send {
-		out.Sent = d.send(ctx, target.URL, out.Headers, body)
+		out.Sent = d.send(ctx, target.URL, msg)
 	}
 	if out.Secret != "" {
 		c.Set(fiber.HeaderCacheControl, "no-store")
@@ -334,70 +304,22 @@ func (d deliveryHandlers) test(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-// send POSTs the sample once, the way one delivery attempt does, and reports the answer.
-func (d deliveryHandlers) send(ctx context.Context, url string, headers map[string]string, body []byte) *testSendResult {
-	res := &testSendResult{URL: url}
-	ctx, cancel := context.WithTimeout(ctx, TestSendTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// send makes one delivery attempt of the sample and reports the answer.
+func (d deliveryHandlers) send(ctx context.Context, url string, msg delivery.Message) *testSendResult {
+	r, err := d.sender.Send(ctx, url, msg)
+	res := &testSendResult{URL: url, DurationMS: r.Duration.Milliseconds()}
 	if err != nil {
-		res.Error = fmt.Sprintf("build the request: %v", err)
+		res.Error = err.Error()
 		return res
 	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	client := *d.opts.Client
-	client.Timeout = TestSendTimeout
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		res.DurationMS, res.Error = time.Since(start).Milliseconds(), err.Error()
-		return res
-	}
-	defer resp.Body.Close()
-	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, maxExcerpt))
-	res.DurationMS = time.Since(start).Milliseconds()
-	res.StatusCode, res.Success = &resp.StatusCode, resp.StatusCode >= 200 && resp.StatusCode < 300
-	res.ResponseExcerpt = strings.ToValidUTF8(string(excerpt), "\uFFFD")
+	res.StatusCode, res.Success = &r.StatusCode, r.Succeeded()
+	res.ResponseExcerpt = r.Excerpt
 	return res
-}
-
-// sampleEnvelope is a realistic event of the type for the caller's company, with fresh ids
-// that name nothing stored: the caller's side of the conversion is its own company.
-func sampleEnvelope(p Principal, eventType string, now time.Time) events.Envelope {
-	const currency = "USD"
-	adv, aff := ids.New(ids.Company), ids.New(ids.Company)
-	if p.CompanyKind == identity.Affiliate {
-		aff = p.CompanyID
-	} else {
-		adv = p.CompanyID
-	}
-	status := testEventTypes[eventType]
-	version := int64(1)
-	if status[0] != "pending" {
-		version = 2
-	}
-	program := ids.New(ids.Program)
-	var sample any = events.ConversionData{
-		ID: ids.New(ids.Conversion), Type: "sale", Amount: money.Format(4250, currency), Status: status[0], PreviousStatus: status[1],
-		Currency: currency, CommissionID: ids.New(ids.Commission), CommissionAmount: money.Format(425, currency),
-		ProgramID: program, AffiliateID: aff, AdvertiserID: adv, LinkID: ids.New(ids.Link), ClickID: ids.New(ids.Click),
-		ExternalID: "order-1001", OccurredAt: now.Add(-time.Minute).UTC().Truncate(time.Second), Version: version,
-	}
-	if eventType == events.PartnershipCreated {
-		sample = events.PartnershipData{ID: ids.New(ids.Partnership), Type: "partnership", Amount: money.Format(0, currency),
-			Status: status[0], Currency: currency, ProgramID: program, AffiliateID: aff, AdvertiserID: adv, CreatedAt: now.UTC().Truncate(time.Second)}
-	}
-	data, _ := json.Marshal(sample) // plain strings and times always encode
-	return events.Envelope{ID: ids.New(ids.Event), Type: eventType, OccurredAt: now.UTC().Truncate(time.Second), AdvertiserID: adv, AffiliateID: aff,
-		ProgramID: program, Data: data}
 }
 
 // noDeliveryWebhooks stands in when the api has no Kubernetes API.
 type noDeliveryWebhooks struct{ noWebhooks }
 
-func (noDeliveryWebhooks) SigningTarget(context.Context, string, string, time.Time) (webhooks.Target, error) {
-	return webhooks.Target{}, errNoKubernetes
+func (noDeliveryWebhooks) SigningTarget(context.Context, string, string, time.Time) (signing.Target, error) {
+	return signing.Target{}, errNoKubernetes
 }

@@ -77,9 +77,6 @@ func newReceiver(t *testing.T) *receiver {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.got = append(r.got, received{req.Header.Clone(), body})
-		if r.status == http.StatusFound {
-			w.Header().Set("Location", "http://"+r.addr+"/elsewhere")
-		}
 		w.WriteHeader(r.status)
 		_, _ = w.Write([]byte("thanks"))
 	}))
@@ -333,9 +330,10 @@ type sample struct {
 	Headers map[string]string `json:"headers"`
 	Secret  string            `json:"secret"`
 	Sent    *struct {
-		Success    bool   `json:"success"`
-		StatusCode *int   `json:"status_code"`
-		Error      string `json:"error"`
+		Success         bool   `json:"success"`
+		StatusCode      *int   `json:"status_code"`
+		Error           string `json:"error"`
+		ResponseExcerpt string `json:"response_excerpt"`
 	} `json:"sent"`
 }
 
@@ -465,11 +463,16 @@ func TestTheTestEndpointSignsWithTheWebhooksSecretsAndSendsToIt(t *testing.T) {
 		}
 	}
 	verify(t, rot.body["secret"].(string), got[0].body, headers)
+	// It is one delivery attempt (delivery.Sender, tested there), down to the User-Agent.
+	if ua := got[0].header.Get("User-Agent"); !strings.HasPrefix(ua, "PartnerStream-Webhooks/") {
+		t.Errorf("the test send's User-Agent is %q, want a delivery's", ua)
+	}
 
-	t.Run("a redirect is not followed", func(t *testing.T) {
-		f.receiver.answer(http.StatusFound)
+	t.Run("an error answer is reported with its excerpt", func(t *testing.T) {
+		f.receiver.answer(http.StatusServiceUnavailable)
 		s := f.sample(t, f.advKey, `{"webhook_id": "`+wh+`", "send": true}`)
-		if s.Sent == nil || s.Sent.Success || s.Sent.StatusCode == nil || *s.Sent.StatusCode != 302 || len(f.receiver.requests()) != 2 {
+		if s.Sent == nil || s.Sent.Success || s.Sent.StatusCode == nil || *s.Sent.StatusCode != 503 || s.Sent.ResponseExcerpt != "thanks" ||
+			s.Sent.Error != "" || len(f.receiver.requests()) != 2 {
 			t.Fatalf("sent %+v after %d requests", s.Sent, len(f.receiver.requests()))
 		}
 	})

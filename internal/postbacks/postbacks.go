@@ -21,7 +21,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
 
@@ -201,7 +200,7 @@ RETURNING `+rowColumns, companyID, next.Current, now, previous, expires).Scan(r.
 // SigningKeys returns where the company's postbacks go and the keys that sign them: the
 // current key first, then the previous one while now is before its expiry. It returns
 // ErrNotConfigured when the company has no postback URL (nothing to deliver).
-func (s *Service) SigningKeys(ctx context.Context, companyID string, now time.Time) (string, []webhooks.SigningKey, error) {
+func (s *Service) SigningKeys(ctx context.Context, companyID string, now time.Time) (string, []signing.HMACKey, error) {
 	var (
 		u        *string
 		k        signing.Keys
@@ -219,18 +218,11 @@ func (s *Service) SigningKeys(ctx context.Context, companyID string, now time.Ti
 	if previous != nil && expires != nil {
 		k.Previous, k.PreviousExpiresAt = *previous, *expires
 	}
-	key, err := signing.Key(k.Current)
+	keys, err := k.HMACKeys()
 	if err != nil {
 		return "", nil, fmt.Errorf("postback secret of %s: %w", companyID, err)
 	}
-	keys := []webhooks.SigningKey{{Key: key}}
-	if k.PreviousValid(now) {
-		// A malformed previous secret is dropped: signing with the current one alone is safe.
-		if prev, err := signing.Key(k.Previous); err == nil {
-			keys = append(keys, webhooks.SigningKey{Key: prev, ExpiresAt: k.PreviousExpiresAt})
-		}
-	}
-	return *u, keys, nil
+	return *u, signing.Live(keys, now), nil
 }
 
 // PruneExpired forgets the previous secrets whose grace period has ended, so the database

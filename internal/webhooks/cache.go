@@ -24,22 +24,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
 
-// Target is a subscription that receives an event.
-type Target struct {
-	ID  string
-	URL string
-	// Secrets sign the delivery, one "v1," signature each: the current secret first, then
-	// the previous one while its grace period lasts.
-	Secrets []SigningKey
-}
-
-// SigningKey is an HMAC key. The slices are shared by every caller: never modify them.
-type SigningKey struct {
-	Key []byte
-	// ExpiresAt is zero for the current secret.
-	ExpiresAt time.Time
-}
-
 // CacheOptions configure a Cache.
 type CacheOptions struct {
 	// Namespace holds the Webhooks and their Secrets (--namespace).
@@ -78,7 +62,7 @@ type subscription struct {
 // returns a sub-slice and allocates nothing.
 type secretKeys struct {
 	owner types.UID
-	all   []SigningKey
+	all   []signing.HMACKey
 }
 
 // NewCache builds the cache; Run starts it.
@@ -148,24 +132,20 @@ func (c *Cache) WaitForSync(ctx context.Context) error {
 
 // Targets returns the subscriptions of the company to the event type that can be delivered
 // now, sorted by id: not suspended, with a signing Secret. It makes no API call.
-func (c *Cache) Targets(companyID, eventType string) []Target {
+func (c *Cache) Targets(companyID, eventType string) []signing.Target {
 	now := c.now()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	subs := c.byTopic[topic{companyID, eventType}]
-	out := make([]Target, 0, len(subs))
+	out := make([]signing.Target, 0, len(subs))
 	for _, s := range subs {
 		k, ok := c.keys[s.secretName]
 		if !ok || k.owner != s.uid {
 			continue // no secret yet (or a namesake's): nothing to sign with
 		}
-		keys := k.all[:1]
-		if len(k.all) == 2 && now.Before(k.all[1].ExpiresAt) {
-			keys = k.all
-		}
-		out = append(out, Target{ID: s.id, URL: s.url, Secrets: keys})
+		out = append(out, signing.Target{ID: s.id, URL: s.url, Secrets: signing.Live(k.all, now)})
 	}
-	slices.SortFunc(out, func(a, b Target) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b signing.Target) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -232,13 +212,7 @@ func (c *Cache) putSecret(obj any) {
 		c.deleteSecret(obj)
 		return
 	}
-	all := make([]SigningKey, 0, 2)
-	cur, _ := signing.Key(keys.Current)
-	all = append(all, SigningKey{Key: cur})
-	if keys.Previous != "" {
-		prev, _ := signing.Key(keys.Previous)
-		all = append(all, SigningKey{Key: prev, ExpiresAt: keys.PreviousExpiresAt})
-	}
+	all, _ := keys.HMACKeys() // FromData checked the current key
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.keys[sec.Name] = secretKeys{owner: owner, all: all}

@@ -60,7 +60,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func targetIDs(ts []Target) []string {
+func targetIDs(ts []signing.Target) []string {
 	out := []string{}
 	for _, t := range ts {
 		out = append(out, t.ID)

@@ -468,30 +468,25 @@ func apiField(path string) string {
 // now: its URL and its live keys, the current secret first, then the previous one while its
 // grace period lasts. It reads the Secret from the API server (the test endpoint signs with
 // it, the API has no informer cache); ErrNotReady when the controller has not published it.
-func (s *Service) SigningTarget(ctx context.Context, companyID, id string, now time.Time) (Target, error) {
+func (s *Service) SigningTarget(ctx context.Context, companyID, id string, now time.Time) (signing.Target, error) {
 	w, err := s.lookup(ctx, companyID, id)
 	if err != nil {
-		return Target{}, err
+		return signing.Target{}, err
 	}
 	sec := &corev1.Secret{}
 	if w.Status.SecretName == "" {
-		return Target{}, ErrNotReady
+		return signing.Target{}, ErrNotReady
 	}
 	if err := s.c.Get(ctx, types.NamespacedName{Namespace: w.Namespace, Name: w.Status.SecretName}, sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Target{}, ErrNotReady
+			return signing.Target{}, ErrNotReady
 		}
-		return Target{}, fmt.Errorf("signing secret of webhook %s: %w", id, err)
+		return signing.Target{}, fmt.Errorf("signing secret of webhook %s: %w", id, err)
 	}
 	keys, err := signing.FromData(sec.Data)
 	if err != nil || !metav1.IsControlledBy(sec, w) {
-		return Target{}, ErrNotReady // the controller replaces it
+		return signing.Target{}, ErrNotReady // the controller replaces it
 	}
-	cur, _ := signing.Key(keys.Current) // FromData checked it
-	t := Target{ID: id, URL: w.Spec.URL, Secrets: []SigningKey{{Key: cur}}}
-	if keys.PreviousValid(now) {
-		prev, _ := signing.Key(keys.Previous)
-		t.Secrets = append(t.Secrets, SigningKey{Key: prev, ExpiresAt: keys.PreviousExpiresAt})
-	}
-	return t, nil
+	all, _ := keys.HMACKeys() // FromData checked the current key
+	return signing.Target{ID: id, URL: w.Spec.URL, Secrets: signing.Live(all, now)}, nil
 }

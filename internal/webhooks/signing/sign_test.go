@@ -38,3 +38,21 @@ func TestSignIsAcceptedByTheStandardWebhooksLibrary(t *testing.T) {
 		t.Error("a changed body verified")
 	}
 }
+
+// Headers names every signature header as documented, the legacy one with the same value.
+func TestHeaders(t *testing.T) {
+	key, _ := Key(NewSecret())
+	at := time.Unix(1795000000, 0)
+	body := []byte(`{}`)
+	h := Headers(PostbackSignatureHeader, "msg_1", at, body, []HMACKey{{Key: key}})
+	sig := Sign("msg_1", at, body, key)
+	want := map[string]string{"webhook-id": "msg_1", "webhook-timestamp": "1795000000", "webhook-signature": sig, "x-svc-signature": sig}
+	if len(h) != len(want) {
+		t.Errorf("headers %v, want %v", h, want)
+	}
+	for k, v := range want {
+		if h[k] != v {
+			t.Errorf("%s = %q, want %q", k, h[k], v)
+		}
+	}
+}

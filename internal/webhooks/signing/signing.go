@@ -1,6 +1,9 @@
-// Package signing holds the format of webhook signing secrets and of the Secret that keeps
-// them, shared by the controller (which writes it), the dashboard API (which hands the
-// current secret out) and the delivery workers (which sign with it).
+// Package signing is the one home of delivery signing: the format of signing secrets and of
+// the Secret that keeps them, their decoded keys, which keys sign at a given time, the
+// signature and its headers. The controller (which writes the Secret), the dashboard API
+// (which hands the current secret out and signs test samples), the postback settings and
+// the delivery workers (which sign with them) share it; it knows nothing of Kubernetes
+// clients, so none of them needs the Kubernetes-facing webhooks package for it.
 //
 // A secret is "whsec_" followed by the standard base64 of 32 random bytes (Standard
 // Webhooks); the HMAC key is the decoded bytes. The Secret's data has "current" and, during
@@ -94,7 +97,63 @@ func (k Keys) Rotate(now time.Time, grace time.Duration) Keys {
 	return next
 }
 
+// HMACKeys decodes the keys, the current one first, then the previous one, whatever its
+// expiry (Live picks the keys that sign at a given time). A previous secret that does not
+// decode, or has no expiry, is dropped: signing with the current one alone is always safe.
+func (k Keys) HMACKeys() ([]HMACKey, error) {
+	cur, err := Key(k.Current)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoCurrent, err)
+	}
+	all := make([]HMACKey, 1, 2)
+	all[0] = HMACKey{Key: cur}
+	if k.Previous != "" && !k.PreviousExpiresAt.IsZero() {
+		if prev, err := Key(k.Previous); err == nil {
+			all = append(all, HMACKey{Key: prev, ExpiresAt: k.PreviousExpiresAt})
+		}
+	}
+	return all, nil
+}
+
 // PreviousValid reports whether the previous secret still signs at now.
 func (k Keys) PreviousValid(now time.Time) bool {
 	return k.Previous != "" && now.Before(k.PreviousExpiresAt)
+}
+
+// HMACKey is a decoded signing key. The slices are shared by every caller: never modify them.
+type HMACKey struct {
+	Key []byte
+	// ExpiresAt is zero for the current secret; a previous one signs until, not at, it.
+	ExpiresAt time.Time
+}
+
+// Live returns the keys that sign at now, in their order: the current one, and the previous
+// one until, not at, its expiry. The keys are checked when signing, not when they are read,
+// so a cached previous secret stops signing on time. It returns keys itself, or a prefix of
+// it, when it can: the usual cases allocate nothing.
+func Live(keys []HMACKey, now time.Time) []HMACKey {
+	for i, k := range keys {
+		if !k.signsAt(now) {
+			out := keys[:i:i] // shared: an append copies it
+			for _, k := range keys[i+1:] {
+				if k.signsAt(now) {
+					out = append(out, k)
+				}
+			}
+			return out
+		}
+	}
+	return keys
+}
+
+func (k HMACKey) signsAt(now time.Time) bool { return k.ExpiresAt.IsZero() || now.Before(k.ExpiresAt) }
+
+// Target is where a delivery goes and the keys that sign it: a webhook subscription, or a
+// company's postback URL.
+type Target struct {
+	ID  string
+	URL string
+	// Secrets sign the delivery, one "v1," signature each: the current secret first, then
+	// the previous one while its grace period lasts.
+	Secrets []HMACKey
 }

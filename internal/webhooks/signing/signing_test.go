@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +99,41 @@ func TestFromData(t *testing.T) {
 				t.Errorf("got %+v, %v", k, err)
 			}
 		})
+	}
+}
+
+// The keys of a rotation sign in order, the previous one until, not at, its expiry; a
+// previous secret that cannot sign is dropped, a current one that cannot is an error.
+func TestHMACKeysAndLive(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	k := Keys{Current: NewSecret()}.Rotate(now, time.Hour)
+	all, err := k.HMACKeys()
+	if err != nil || len(all) != 2 || !all[0].ExpiresAt.IsZero() || !all[1].ExpiresAt.Equal(now.Add(time.Hour)) {
+		t.Fatalf("HMACKeys = %+v, %v", all, err)
+	}
+	if cur, _ := Key(k.Current); string(all[0].Key) != string(cur) {
+		t.Error("the current key is not first")
+	}
+	if live := Live(all, now.Add(time.Hour-time.Second)); len(live) != 2 {
+		t.Errorf("%d keys sign during the grace period, want 2", len(live))
+	}
+	if live := Live(all, now.Add(time.Hour)); len(live) != 1 || string(live[0].Key) != string(all[0].Key) {
+		t.Errorf("at its expiry the keys that sign are %+v, want the current one", live)
+	}
+	// An expired key first (no source lists one so) does not hide a live one after it.
+	if live := Live([]HMACKey{all[1], all[0]}, now.Add(2*time.Hour)); len(live) != 1 || string(live[0].Key) != string(all[0].Key) {
+		t.Errorf("live %+v", live)
+	}
+
+	for name, bad := range map[string]Keys{
+		"a malformed previous":      {Current: k.Current, Previous: "whsec_x", PreviousExpiresAt: now},
+		"a previous without expiry": {Current: k.Current, Previous: k.Previous},
+	} {
+		if got, err := bad.HMACKeys(); err != nil || len(got) != 1 {
+			t.Errorf("%s: %d keys, %v; want the current one", name, len(got), err)
+		}
+	}
+	if _, err := (Keys{Current: "whsec_x"}).HMACKeys(); !errors.Is(err, ErrNoCurrent) {
+		t.Errorf("a malformed current key: %v, want ErrNoCurrent", err)
 	}
 }
