@@ -47,7 +47,7 @@ func (s *Server) MountPayouts(svc PayoutService) {
 		}
 		return c.JSON(page.List[payoutJSON]{Data: out, NextCursor: next})
 	})
-	s.app.Post("/api/payouts", conversionsAdvertiserOnly, s.Idempotent(func(c *fiber.Ctx) error {
+	s.app.Post("/api/payouts", advertiserOnly, s.Idempotent(func(c *fiber.Ctx) error {
 		var in struct {
 			AffiliateID string `json:"affiliate_id"`
 			Currency    string `json:"currency"`
@@ -85,7 +85,7 @@ func (s *Server) MountPayouts(svc PayoutService) {
 		return c.JSON(payoutView(p))
 	})
 	for action, to := range map[string]string{"paid": conversions.PayoutPaid, "failed": conversions.PayoutFailed, "cancel": conversions.PayoutCanceled} {
-		s.app.Post("/api/payouts/:id/"+action, conversionsAdvertiserOnly, s.Idempotent(func(c *fiber.Ctx) error {
+		s.app.Post("/api/payouts/:id/"+action, advertiserOnly, s.Idempotent(func(c *fiber.Ctx) error {
 			id := c.Params("id")
 			if !ids.Valid(ids.Payout, id) {
 				return NewProblem(fiber.StatusNotFound, "not_found", "no such payout")

@@ -40,7 +40,7 @@ func (s *Server) MountConversionPostback(svc ConversionPostbackService) {
 		// 200 for a new conversion too: postback senders often treat anything else as failure.
 		return c.JSON(fiber.Map{"id": conv.ID, "external_id": conv.ExternalID, "commission_status": conv.Commission.Status, "created": created})
 	})
-	s.app.Post("/api/programs/:id/postback-token", conversionsAdvertiserOnly, func(c *fiber.Ctx) error {
+	s.app.Post("/api/programs/:id/postback-token", advertiserOnly, func(c *fiber.Ctx) error {
 		if r := Caller(c).Role; r != "owner" && r != "admin" {
 			return NewProblem(fiber.StatusForbidden, "forbidden", "only owners and admins can make postback tokens")
 		}

@@ -168,26 +168,6 @@ func checkGrace(field string, seconds *int64) error {
 	return nil
 }
 
-// decodeOptionalJSON decodes a body when there is one; an empty body leaves v as it is.
-func decodeOptionalJSON(c *fiber.Ctx, v any) error {
-	if len(c.Body()) == 0 {
-		return nil
-	}
-	return DecodeJSON(c, v)
-}
-
-// requireAdminTo lets owners and admins change settings; members may only read. API-key
-// callers are not sessions and never reach it (routes that take keys do not use it).
-func requireAdminTo(action string) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		switch Caller(c).Role {
-		case "owner", "admin":
-			return c.Next()
-		}
-		return NewProblem(fiber.StatusForbidden, "forbidden", "only owners and admins can "+action)
-	}
-}
-
 // noWebhooks stands in when the api has no Kubernetes API to keep Webhook resources in.
 type noWebhooks struct{}
 
