@@ -177,3 +177,18 @@ func advertiserOnly(c *fiber.Ctx) error {
 	}
 	return c.Next()
 }
+
+// nullableString reads a required field that may be null (nil) or a string.
+func nullableString(field string, raw json.RawMessage) (*string, error) {
+	switch string(raw) {
+	case "":
+		return nil, Invalid(FieldError{Field: field, Message: "is required (null removes it)"})
+	case "null":
+		return nil, nil
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, Invalid(FieldError{Field: field, Message: "must be a string or null"})
+	}
+	return &v, nil
+}
