@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -191,4 +192,17 @@ func nullableString(field string, raw json.RawMessage) (*string, error) {
 		return nil, Invalid(FieldError{Field: field, Message: "must be a string or null"})
 	}
 	return &v, nil
+}
+
+// queryBool reads an optional true/false query parameter.
+func queryBool(c *fiber.Ctx, name string) (bool, error) {
+	v := c.Query(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, Invalid(FieldError{Field: name, Message: "must be true or false"})
+	}
+	return b, nil
 }
