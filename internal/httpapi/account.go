@@ -18,19 +18,24 @@ var accountLocales = map[string]bool{"en": true, "es": true}
 // MountAccount adds the route that saves the signed-in user's language, remembered across
 // devices by the dashboard's language switch.
 func (s *Server) MountAccount(a AccountSettings) {
-	s.app.Put("/api/account/locale", func(c *fiber.Ctx) error {
-		var in struct {
-			Locale string `json:"locale"`
-		}
-		if err := DecodeJSON(c, &in); err != nil {
-			return err
-		}
-		if !accountLocales[in.Locale] {
-			return Invalid(FieldError{Field: "locale", Message: "must be en or es"})
-		}
-		if err := a.SetUserLocale(c.UserContext(), Caller(c).UserID, in.Locale); err != nil {
-			return err
-		}
-		return c.JSON(fiber.Map{"locale": in.Locale})
-	})
+	h := accountHandlers{settings: a}
+	s.app.Put("/api/account/locale", h.setLocale)
+}
+
+type accountHandlers struct{ settings AccountSettings }
+
+func (h accountHandlers) setLocale(c *fiber.Ctx) error {
+	var in struct {
+		Locale string `json:"locale"`
+	}
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	if !accountLocales[in.Locale] {
+		return Invalid(FieldError{Field: "locale", Message: "must be en or es"})
+	}
+	if err := h.settings.SetUserLocale(c.UserContext(), Caller(c).UserID, in.Locale); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"locale": in.Locale})
 }

@@ -32,60 +32,77 @@ type createdAPIKey struct {
 
 // MountAPIKeys adds the dashboard's API key routes and the partner API's `me`.
 func (s *Server) MountAPIKeys(store APIKeyStore) {
-	s.app.Get("/api/api-keys", func(c *fiber.Ctx) error {
-		p, err := PageRequest(c)
-		if err != nil {
-			return err
-		}
-		keys, next, err := store.ListAPIKeys(c.UserContext(), Caller(c).CompanyID, p)
-		if err != nil {
-			return err
-		}
-		return c.JSON(page.List[identity.APIKey]{Data: nonNil(keys), NextCursor: next})
-	})
-	s.app.Post("/api/api-keys", requireAdminTo("manage API keys"), s.Idempotent(func(c *fiber.Ctx) error {
-		var in struct {
-			Name string `json:"name"`
-		}
-		if err := DecodeJSON(c, &in); err != nil {
-			return err
-		}
-		in.Name = strings.TrimSpace(in.Name)
-		if msg := freetext.Check(in.Name, 1, 100, false); msg != "" {
-			return Invalid(FieldError{Field: "name", Message: msg})
-		}
-		key, rec, err := store.CreateAPIKey(c.UserContext(), Caller(c).CompanyID, in.Name)
-		if err != nil {
-			return err
-		}
-		c.Set(fiber.HeaderCacheControl, "no-store")
-		return c.Status(fiber.StatusCreated).JSON(createdAPIKey{APIKey: rec, Key: key})
-	}))
-	s.app.Delete("/api/api-keys/:id", requireAdminTo("manage API keys"), func(c *fiber.Ctx) error {
-		id := c.Params("id")
-		if !ids.Valid(ids.APIKey, id) {
-			return NewProblem(fiber.StatusNotFound, "not_found", "no such API key")
-		}
-		hash, err := store.RevokeAPIKey(c.UserContext(), Caller(c).CompanyID, id)
-		if errors.Is(err, identity.ErrNotFound) {
-			return NewProblem(fiber.StatusNotFound, "not_found", "no such API key")
-		}
-		if err != nil {
-			return err
-		}
-		if f, ok := s.keys.(forgetter); ok {
-			f.Forget(hash)
-		}
-		return c.SendStatus(fiber.StatusNoContent)
-	})
-	s.app.Get("/api/partner-api/me", func(c *fiber.Ctx) error {
-		p := Caller(c)
-		co, err := store.CompanyByID(c.UserContext(), p.CompanyID)
-		if err != nil {
-			return err
-		}
-		return c.JSON(partnerMe{Company: co, APIKeyID: p.KeyID})
-	})
+	h := apiKeyHandlers{store: store, keys: s.keys}
+	s.app.Get("/api/api-keys", h.list)
+	s.app.Post("/api/api-keys", requireAdminTo("manage API keys"), s.Idempotent(h.create))
+	s.app.Delete("/api/api-keys/:id", requireAdminTo("manage API keys"), h.revoke)
+	s.app.Get("/api/partner-api/me", h.me)
+}
+
+type apiKeyHandlers struct {
+	store APIKeyStore
+	// keys is the server's key authenticator, told of a revocation when it caches keys.
+	keys KeyAuthenticator
+}
+
+func (h apiKeyHandlers) list(c *fiber.Ctx) error {
+	p, err := PageRequest(c)
+	if err != nil {
+		return err
+	}
+	keys, next, err := h.store.ListAPIKeys(c.UserContext(), Caller(c).CompanyID, p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(page.List[identity.APIKey]{Data: nonNil(keys), NextCursor: next})
+}
+
+func (h apiKeyHandlers) create(c *fiber.Ctx) error {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	in.Name = strings.TrimSpace(in.Name)
+	if msg := freetext.Check(in.Name, 1, 100, false); msg != "" {
+		return Invalid(FieldError{Field: "name", Message: msg})
+	}
+	key, rec, err := h.store.CreateAPIKey(c.UserContext(), Caller(c).CompanyID, in.Name)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Status(fiber.StatusCreated).JSON(createdAPIKey{APIKey: rec, Key: key})
+}
+
+func (h apiKeyHandlers) revoke(c *fiber.Ctx) error {
+	id := c.Params("id")
+	if !ids.Valid(ids.APIKey, id) {
+		return errNoAPIKey
+	}
+	hash, err := h.store.RevokeAPIKey(c.UserContext(), Caller(c).CompanyID, id)
+	if errors.Is(err, identity.ErrNotFound) {
+		return errNoAPIKey
+	}
+	if err != nil {
+		return err
+	}
+	if f, ok := h.keys.(forgetter); ok {
+		f.Forget(hash)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+var errNoAPIKey = NewProblem(fiber.StatusNotFound, "not_found", "no such API key")
+
+func (h apiKeyHandlers) me(c *fiber.Ctx) error {
+	p := Caller(c)
+	co, err := h.store.CompanyByID(c.UserContext(), p.CompanyID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(partnerMe{Company: co, APIKeyID: p.KeyID})
 }
 
 type partnerMe struct {

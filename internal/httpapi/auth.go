@@ -97,144 +97,166 @@ const oauthStateCookie = "ps_oauth_state"
 
 // MountAuth adds the sign-in routes (public) and the session routes (dashboard).
 func (s *Server) MountAuth(in SignIn, sessions Sessions, accounts Accounts, insecureCookies bool) {
-	s.Public(fiber.MethodPost, "/api/auth/magic-code", func(c *fiber.Ctx) error {
-		var body struct {
-			Email  string `json:"email"`
-			Locale string `json:"locale"`
-		}
-		if err := DecodeJSON(c, &body); err != nil {
-			return err
-		}
-		err := in.RequestCode(c.UserContext(), body.Email, c.IP(), localeOf(c, body.Locale))
-		var rl *magiccode.RateLimitError
-		switch {
-		case errors.Is(err, magiccode.ErrInvalidEmail):
-			return Invalid(FieldError{Field: "email", Message: "must be a valid e-mail address"})
-		case errors.As(err, &rl):
-			secs := int((rl.RetryAfter + time.Second - 1) / time.Second)
-			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
-			return NewProblem(fiber.StatusTooManyRequests, "rate_limited", "too many codes requested; retry after "+strconv.Itoa(secs)+" s")
-		case errors.Is(err, signin.ErrDisabled):
-			return NewProblem(fiber.StatusServiceUnavailable, "magic_code_disabled", "e-mail sign-in is not configured on this platform")
-		case err != nil:
-			return err
-		}
-		// The same answer whether or not the address has an account.
-		return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "sent", "expires_in": 600})
+	h := authHandlers{server: s, signIn: in, sessions: sessions, accounts: accounts, insecureCookies: insecureCookies}
+	s.Public(fiber.MethodPost, "/api/auth/magic-code", h.requestCode)
+	s.Public(fiber.MethodPost, "/api/auth/magic-code/verify", h.verifyCode)
+	s.Public(fiber.MethodPost, "/api/auth/refresh", h.refresh)
+	s.Public(fiber.MethodGet, "/api/auth/oauth/:provider/start", h.startOAuth)
+	s.Public(fiber.MethodGet, "/api/auth/oauth/:provider/callback", h.finishOAuth)
+	s.app.Get("/api/auth/me", h.me)
+	s.app.Post("/api/auth/logout", h.logout)
+}
+
+type authHandlers struct {
+	// server throttles the refresh token like every other credential.
+	server          *Server
+	signIn          SignIn
+	sessions        Sessions
+	accounts        Accounts
+	insecureCookies bool
+}
+
+func (h authHandlers) requestCode(c *fiber.Ctx) error {
+	var body struct {
+		Email  string `json:"email"`
+		Locale string `json:"locale"`
+	}
+	if err := DecodeJSON(c, &body); err != nil {
+		return err
+	}
+	err := h.signIn.RequestCode(c.UserContext(), body.Email, c.IP(), localeOf(c, body.Locale))
+	var rl *magiccode.RateLimitError
+	switch {
+	case errors.Is(err, magiccode.ErrInvalidEmail):
+		return Invalid(FieldError{Field: "email", Message: "must be a valid e-mail address"})
+	case errors.As(err, &rl):
+		secs := int((rl.RetryAfter + time.Second - 1) / time.Second)
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+		return NewProblem(fiber.StatusTooManyRequests, "rate_limited", "too many codes requested; retry after "+strconv.Itoa(secs)+" s")
+	case errors.Is(err, signin.ErrDisabled):
+		return NewProblem(fiber.StatusServiceUnavailable, "magic_code_disabled", "e-mail sign-in is not configured on this platform")
+	case err != nil:
+		return err
+	}
+	// The same answer whether or not the address has an account.
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "sent", "expires_in": 600})
+}
+
+func (h authHandlers) verifyCode(c *fiber.Ctx) error {
+	var body struct {
+		Email       string `json:"email"`
+		Code        string `json:"code"`
+		CompanyKind string `json:"company_kind"`
+		CompanyName string `json:"company_name"`
+		Name        string `json:"name"`
+		Locale      string `json:"locale"`
+	}
+	if err := DecodeJSON(c, &body); err != nil {
+		return err
+	}
+	var reg *signin.Registration
+	if body.CompanyKind != "" || body.CompanyName != "" {
+		reg = &signin.Registration{CompanyKind: body.CompanyKind, CompanyName: body.CompanyName, Name: body.Name, Locale: localeOf(c, body.Locale)}
+	}
+	res, err := h.signIn.SignInWithCode(c.UserContext(), body.Email, body.Code, reg, session.RequestMeta(c))
+	if err != nil {
+		return signInProblem(err)
+	}
+	h.sessions.SetCookies(c, res.Tokens)
+	out := newSessionResponse(res.Tokens)
+	out.User, out.Company, out.Registered = &res.User, &res.Company, res.Registered
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
+
+func (h authHandlers) refresh(c *fiber.Ctx) error {
+	var body struct {
+		RefreshToken string `json:"refresh_token"`
+	}
+	if err := decodeOptionalJSON(c, &body); err != nil {
+		return err
+	}
+	if body.RefreshToken == "" {
+		body.RefreshToken = c.Cookies(session.RefreshCookie)
+	}
+	if body.RefreshToken == "" {
+		return NewProblem(fiber.StatusUnauthorized, "missing_credentials", "send refresh_token or the refresh cookie")
+	}
+	var t session.Tokens
+	err := h.server.credential(c, func(c *fiber.Ctx) (err error) {
+		t, err = h.sessions.Refresh(c.UserContext(), body.RefreshToken)
+		return sessionProblem(err)
 	})
-	s.Public(fiber.MethodPost, "/api/auth/magic-code/verify", func(c *fiber.Ctx) error {
-		var body struct {
-			Email       string `json:"email"`
-			Code        string `json:"code"`
-			CompanyKind string `json:"company_kind"`
-			CompanyName string `json:"company_name"`
-			Name        string `json:"name"`
-			Locale      string `json:"locale"`
+	if err != nil {
+		return err
+	}
+	h.sessions.SetCookies(c, t)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(newSessionResponse(t))
+}
+
+func (h authHandlers) startOAuth(c *fiber.Ctx) error {
+	if !oidclogin.Supported(c.Params("provider")) {
+		return notFound(c)
+	}
+	var reg *signin.Registration
+	if kind := c.Query("company_kind"); kind != "" {
+		reg = &signin.Registration{CompanyKind: kind, CompanyName: c.Query("company_name"), Locale: localeOf(c, c.Query("locale"))}
+	}
+	authURL, state, err := h.signIn.StartOAuth(c.UserContext(), c.Params("provider"), c.Query("return_to"), reg)
+	if err != nil {
+		return signInProblem(err)
+	}
+	c.Cookie(&fiber.Cookie{Name: oauthStateCookie, Value: state, Path: "/api/auth/oauth/", MaxAge: int(oidclogin.DefaultStateTTL / time.Second),
+		HTTPOnly: true, Secure: !h.insecureCookies, SameSite: fiber.CookieSameSiteLaxMode})
+	return c.Redirect(authURL, fiber.StatusFound)
+}
+
+func (h authHandlers) finishOAuth(c *fiber.Ctx) error {
+	if !oidclogin.Supported(c.Params("provider")) {
+		return notFound(c)
+	}
+	state := c.Query("state")
+	cookie := c.Cookies(oauthStateCookie)
+	c.ClearCookie(oauthStateCookie)
+	if c.Query("error") != "" {
+		return c.Redirect("/login?error=oauth_denied", fiber.StatusFound)
+	}
+	if state == "" || subtle.ConstantTimeCompare([]byte(state), []byte(cookie)) != 1 {
+		return c.Redirect("/login?error=oauth_state", fiber.StatusFound)
+	}
+	res, back, err := h.signIn.FinishOAuth(c.UserContext(), c.Params("provider"), state, c.Query("code"), session.RequestMeta(c))
+	if err != nil {
+		p := signInProblem(err)
+		var prob *Problem
+		if errors.As(p, &prob) {
+			return c.Redirect("/login?error="+url.QueryEscape(prob.Code), fiber.StatusFound)
 		}
-		if err := DecodeJSON(c, &body); err != nil {
-			return err
-		}
-		var reg *signin.Registration
-		if body.CompanyKind != "" || body.CompanyName != "" {
-			reg = &signin.Registration{CompanyKind: body.CompanyKind, CompanyName: body.CompanyName, Name: body.Name, Locale: localeOf(c, body.Locale)}
-		}
-		res, err := in.SignInWithCode(c.UserContext(), body.Email, body.Code, reg, session.RequestMeta(c))
-		if err != nil {
-			return signInProblem(err)
-		}
-		sessions.SetCookies(c, res.Tokens)
-		out := newSessionResponse(res.Tokens)
-		out.User, out.Company, out.Registered = &res.User, &res.Company, res.Registered
-		c.Set(fiber.HeaderCacheControl, "no-store")
-		return c.JSON(out)
-	})
-	s.Public(fiber.MethodPost, "/api/auth/refresh", func(c *fiber.Ctx) error {
-		var body struct {
-			RefreshToken string `json:"refresh_token"`
-		}
-		if len(c.Body()) > 0 {
-			if err := DecodeJSON(c, &body); err != nil {
-				return err
-			}
-		}
-		if body.RefreshToken == "" {
-			body.RefreshToken = c.Cookies(session.RefreshCookie)
-		}
-		if body.RefreshToken == "" {
-			return NewProblem(fiber.StatusUnauthorized, "missing_credentials", "send refresh_token or the refresh cookie")
-		}
-		var t session.Tokens
-		err := s.credential(c, func(c *fiber.Ctx) (err error) {
-			t, err = sessions.Refresh(c.UserContext(), body.RefreshToken)
-			return sessionProblem(err)
-		})
-		if err != nil {
-			return err
-		}
-		sessions.SetCookies(c, t)
-		c.Set(fiber.HeaderCacheControl, "no-store")
-		return c.JSON(newSessionResponse(t))
-	})
-	s.Public(fiber.MethodGet, "/api/auth/oauth/:provider/start", func(c *fiber.Ctx) error {
-		if !oidclogin.Supported(c.Params("provider")) {
-			return notFound(c)
-		}
-		var reg *signin.Registration
-		if kind := c.Query("company_kind"); kind != "" {
-			reg = &signin.Registration{CompanyKind: kind, CompanyName: c.Query("company_name"), Locale: localeOf(c, c.Query("locale"))}
-		}
-		authURL, state, err := in.StartOAuth(c.UserContext(), c.Params("provider"), c.Query("return_to"), reg)
-		if err != nil {
-			return signInProblem(err)
-		}
-		c.Cookie(&fiber.Cookie{Name: oauthStateCookie, Value: state, Path: "/api/auth/oauth/", MaxAge: int(oidclogin.DefaultStateTTL / time.Second),
-			HTTPOnly: true, Secure: !insecureCookies, SameSite: fiber.CookieSameSiteLaxMode})
-		return c.Redirect(authURL, fiber.StatusFound)
-	})
-	s.Public(fiber.MethodGet, "/api/auth/oauth/:provider/callback", func(c *fiber.Ctx) error {
-		if !oidclogin.Supported(c.Params("provider")) {
-			return notFound(c)
-		}
-		state := c.Query("state")
-		cookie := c.Cookies(oauthStateCookie)
-		c.ClearCookie(oauthStateCookie)
-		if c.Query("error") != "" {
-			return c.Redirect("/login?error=oauth_denied", fiber.StatusFound)
-		}
-		if state == "" || subtle.ConstantTimeCompare([]byte(state), []byte(cookie)) != 1 {
-			return c.Redirect("/login?error=oauth_state", fiber.StatusFound)
-		}
-		res, back, err := in.FinishOAuth(c.UserContext(), c.Params("provider"), state, c.Query("code"), session.RequestMeta(c))
-		if err != nil {
-			p := signInProblem(err)
-			var prob *Problem
-			if errors.As(p, &prob) {
-				return c.Redirect("/login?error="+url.QueryEscape(prob.Code), fiber.StatusFound)
-			}
-			return p
-		}
-		sessions.SetCookies(c, res.Tokens)
-		return c.Redirect(back, fiber.StatusFound)
-	})
-	s.app.Get("/api/auth/me", func(c *fiber.Ctx) error {
-		p := Caller(c)
-		u, err := accounts.UserByID(c.UserContext(), p.UserID)
-		if err != nil {
-			return err
-		}
-		co, err := accounts.CompanyByID(c.UserContext(), p.CompanyID)
-		if err != nil {
-			return err
-		}
-		return c.JSON(fiber.Map{"user": u, "company": co, "csrf_token": sessions.CSRFToken(p.SessionID)})
-	})
-	s.app.Post("/api/auth/logout", func(c *fiber.Ctx) error {
-		if err := sessions.Revoke(c.UserContext(), Caller(c).SessionID); err != nil {
-			return err
-		}
-		sessions.ClearCookies(c)
-		return c.SendStatus(fiber.StatusNoContent)
-	})
+		return p
+	}
+	h.sessions.SetCookies(c, res.Tokens)
+	return c.Redirect(back, fiber.StatusFound)
+}
+
+func (h authHandlers) me(c *fiber.Ctx) error {
+	p := Caller(c)
+	u, err := h.accounts.UserByID(c.UserContext(), p.UserID)
+	if err != nil {
+		return err
+	}
+	co, err := h.accounts.CompanyByID(c.UserContext(), p.CompanyID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"user": u, "company": co, "csrf_token": h.sessions.CSRFToken(p.SessionID)})
+}
+
+func (h authHandlers) logout(c *fiber.Ctx) error {
+	if err := h.sessions.Revoke(c.UserContext(), Caller(c).SessionID); err != nil {
+		return err
+	}
+	h.sessions.ClearCookies(c)
+	return c.SendStatus(fiber.StatusNoContent)
 }
 
 // signInProblem maps sign-in errors; wrong, expired and used codes share one answer so they

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,146 +36,148 @@ const conversionsRetryAfter = "2"
 // decisions (with bulk approval and rejection). Advertisers see their programs' conversions; affiliates
 // see their own (without the advertiser's metadata).
 func (s *Server) MountConversions(svc ConversionService) {
-	register := func(c *fiber.Ctx) error {
-		var in conversionInput
-		if err := DecodeJSON(c, &in); err != nil {
-			return err
-		}
-		nc, err := in.toNew()
-		if err != nil {
-			return err
-		}
-		conv, created, err := svc.Register(c.UserContext(), Caller(c).CompanyID, nc)
-		if err != nil {
-			return conversionsProblem(c, err)
-		}
-		status := fiber.StatusOK
-		if created {
-			status = fiber.StatusCreated
-		}
-		c.Location("/api/v1/conversions/" + conv.ID)
-		return c.Status(status).JSON(conversionView(conv, true))
-	}
-	list := func(c *fiber.Ctx) error {
-		f, p, err := conversionsQuery(c)
-		if err != nil {
-			return err
-		}
-		v := conversionsViewer(c)
-		list, next, err := svc.List(c.UserContext(), v, f, p)
-		if err != nil {
-			return conversionsProblem(c, err)
-		}
-		out := make([]conversionJSON, len(list))
-		for i, conv := range list {
-			out[i] = conversionView(conv, !v.Affiliate)
-		}
-		return c.JSON(page.List[conversionJSON]{Data: out, NextCursor: next})
-	}
-	get := func(c *fiber.Ctx) error {
-		id := c.Params("id")
-		if !ids.Valid(ids.Conversion, id) {
-			return NewProblem(fiber.StatusNotFound, "not_found", "no such conversion")
-		}
-		v := conversionsViewer(c)
-		conv, err := svc.Get(c.UserContext(), v, id)
-		if err != nil {
-			return conversionsProblem(c, err)
-		}
-		return c.JSON(conversionView(conv, !v.Affiliate))
-	}
-	commissions := func(c *fiber.Ctx) error {
-		f, p, err := conversionsQuery(c)
-		if err != nil {
-			return err
-		}
-		list, next, err := svc.Commissions(c.UserContext(), conversionsViewer(c), f, p)
-		if err != nil {
-			return conversionsProblem(c, err)
-		}
-		out := make([]commissionJSON, len(list))
-		for i, m := range list {
-			out[i] = commissionView(m)
-		}
-		return c.JSON(page.List[commissionJSON]{Data: out, NextCursor: next})
-	}
-	change := func(to string) fiber.Handler {
-		return s.Idempotent(func(c *fiber.Ctx) error {
-			id := c.Params("id")
-			if !ids.Valid(ids.Conversion, id) {
-				return NewProblem(fiber.StatusNotFound, "not_found", "no such conversion")
-			}
-			var in struct {
-				Reason string `json:"reason"`
-			}
-			if len(bytes.TrimSpace(c.Body())) > 0 {
-				if err := DecodeJSON(c, &in); err != nil {
-					return err
-				}
-			}
-			conv, err := svc.ChangeStatus(c.UserContext(), Caller(c).CompanyID, id, to, strings.TrimSpace(in.Reason))
-			if err != nil {
-				return conversionsProblem(c, err)
-			}
-			return c.JSON(conversionView(conv, true))
-		})
-	}
-	// bulk answers a bulk decision: decide reads the body and calls the service.
-	bulk := func(decide func(c *fiber.Ctx) ([]conversions.Conversion, error)) fiber.Handler {
-		return s.Idempotent(func(c *fiber.Ctx) error {
-			list, err := decide(c)
-			if err != nil {
-				return conversionsProblem(c, err)
-			}
-			out := make([]conversionJSON, len(list))
-			for i, conv := range list {
-				out[i] = conversionView(conv, true)
-			}
-			return c.JSON(fiber.Map{"data": out})
-		})
-	}
-	approveMany := bulk(func(c *fiber.Ctx) ([]conversions.Conversion, error) {
-		var in struct {
-			IDs []string `json:"ids"`
-		}
-		if err := DecodeJSON(c, &in); err != nil {
-			return nil, err
-		}
-		return svc.ApproveMany(c.UserContext(), Caller(c).CompanyID, in.IDs)
-	})
-	rejectMany := bulk(func(c *fiber.Ctx) ([]conversions.Conversion, error) {
-		var in struct {
-			IDs    []string `json:"ids"`
-			Reason string   `json:"reason"`
-		}
-		if err := DecodeJSON(c, &in); err != nil {
-			return nil, err
-		}
-		return svc.RejectMany(c.UserContext(), Caller(c).CompanyID, in.IDs, strings.TrimSpace(in.Reason))
-	})
-
-	s.app.Post("/api/v1/conversions", conversionsAdvertiserOnly, s.Idempotent(register))
-	s.app.Get("/api/v1/conversions", list)
-	s.app.Get("/api/v1/conversions/:id", get)
-	s.app.Get("/api/v1/commissions", commissions)
-	s.app.Get("/api/partner-api/commissions", commissions)
-	s.app.Get("/api/conversions", list)
-	s.app.Get("/api/conversions/:id", get)
-	s.app.Get("/api/commissions", commissions)
-	s.app.Post("/api/conversions/approve", conversionsAdvertiserOnly, approveMany)
-	s.app.Post("/api/conversions/reject", conversionsAdvertiserOnly, rejectMany)
+	h := conversionHandlers{svc: svc}
+	s.app.Post("/api/v1/conversions", advertiserOnly, s.Idempotent(h.register))
+	s.app.Get("/api/v1/conversions", h.list)
+	s.app.Get("/api/v1/conversions/:id", h.get)
+	s.app.Get("/api/v1/commissions", h.commissions)
+	s.app.Get("/api/partner-api/commissions", h.commissions)
+	s.app.Get("/api/conversions", h.list)
+	s.app.Get("/api/conversions/:id", h.get)
+	s.app.Get("/api/commissions", h.commissions)
+	s.app.Post("/api/conversions/approve", advertiserOnly, s.Idempotent(h.approveMany))
+	s.app.Post("/api/conversions/reject", advertiserOnly, s.Idempotent(h.rejectMany))
 	for action, to := range map[string]string{"approve": conversions.Approved, "reject": conversions.Rejected, "reverse": conversions.Reversed} {
-		s.app.Post("/api/v1/conversions/:id/"+action, conversionsAdvertiserOnly, change(to))
-		s.app.Post("/api/conversions/:id/"+action, conversionsAdvertiserOnly, change(to))
+		s.app.Post("/api/v1/conversions/:id/"+action, advertiserOnly, s.Idempotent(h.changeStatus(to)))
+		s.app.Post("/api/conversions/:id/"+action, advertiserOnly, s.Idempotent(h.changeStatus(to)))
 	}
 }
 
-// conversionsAdvertiserOnly guards the routes that register or decide: an affiliate reads.
-func conversionsAdvertiserOnly(c *fiber.Ctx) error {
-	if Caller(c).CompanyKind != identity.Advertiser {
-		return NewProblem(fiber.StatusForbidden, "advertiser_only", "only the advertiser of a program registers and decides its conversions and payouts")
+type conversionHandlers struct{ svc ConversionService }
+
+func (h conversionHandlers) register(c *fiber.Ctx) error {
+	var in conversionInput
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
 	}
-	return c.Next()
+	nc, err := in.toNew()
+	if err != nil {
+		return err
+	}
+	conv, created, err := h.svc.Register(c.UserContext(), Caller(c).CompanyID, nc)
+	if err != nil {
+		return conversionsProblem(c, err)
+	}
+	status := fiber.StatusOK
+	if created {
+		status = fiber.StatusCreated
+	}
+	c.Location("/api/v1/conversions/" + conv.ID)
+	return c.Status(status).JSON(conversionView(conv, true))
+}
+
+func (h conversionHandlers) list(c *fiber.Ctx) error {
+	f, p, err := conversionsQuery(c)
+	if err != nil {
+		return err
+	}
+	v := conversionsViewer(c)
+	list, next, err := h.svc.List(c.UserContext(), v, f, p)
+	if err != nil {
+		return conversionsProblem(c, err)
+	}
+	out := make([]conversionJSON, len(list))
+	for i, conv := range list {
+		out[i] = conversionView(conv, !v.Affiliate)
+	}
+	return c.JSON(page.List[conversionJSON]{Data: out, NextCursor: next})
+}
+
+func (h conversionHandlers) get(c *fiber.Ctx) error {
+	id := c.Params("id")
+	if !ids.Valid(ids.Conversion, id) {
+		return errNoConversion
+	}
+	v := conversionsViewer(c)
+	conv, err := h.svc.Get(c.UserContext(), v, id)
+	if err != nil {
+		return conversionsProblem(c, err)
+	}
+	return c.JSON(conversionView(conv, !v.Affiliate))
+}
+
+var errNoConversion = NewProblem(fiber.StatusNotFound, "not_found", "no such conversion")
+
+func (h conversionHandlers) commissions(c *fiber.Ctx) error {
+	f, p, err := conversionsQuery(c)
+	if err != nil {
+		return err
+	}
+	list, next, err := h.svc.Commissions(c.UserContext(), conversionsViewer(c), f, p)
+	if err != nil {
+		return conversionsProblem(c, err)
+	}
+	out := make([]commissionJSON, len(list))
+	for i, m := range list {
+		out[i] = commissionView(m)
+	}
+	return c.JSON(page.List[commissionJSON]{Data: out, NextCursor: next})
+}
+
+func (h conversionHandlers) changeStatus(to string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id := c.Params("id")
+		if !ids.Valid(ids.Conversion, id) {
+			return errNoConversion
+		}
+		var in struct {
+			Reason string `json:"reason"`
+		}
+		if err := decodeOptionalJSON(c, &in); err != nil {
+			return err
+		}
+		conv, err := h.svc.ChangeStatus(c.UserContext(), Caller(c).CompanyID, id, to, strings.TrimSpace(in.Reason))
+		if err != nil {
+			return conversionsProblem(c, err)
+		}
+		return c.JSON(conversionView(conv, true))
+	}
+}
+
+func (h conversionHandlers) approveMany(c *fiber.Ctx) error {
+	var in struct {
+		IDs []string `json:"ids"`
+	}
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	list, err := h.svc.ApproveMany(c.UserContext(), Caller(c).CompanyID, in.IDs)
+	return bulkDecision(c, list, err)
+}
+
+func (h conversionHandlers) rejectMany(c *fiber.Ctx) error {
+	var in struct {
+		IDs    []string `json:"ids"`
+		Reason string   `json:"reason"`
+	}
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	list, err := h.svc.RejectMany(c.UserContext(), Caller(c).CompanyID, in.IDs, strings.TrimSpace(in.Reason))
+	return bulkDecision(c, list, err)
+}
+
+// bulkDecision answers a bulk approval or rejection: every decided conversion, or the
+// problem naming each one that could not be.
+func bulkDecision(c *fiber.Ctx, list []conversions.Conversion, err error) error {
+	if err != nil {
+		return conversionsProblem(c, err)
+	}
+	out := make([]conversionJSON, len(list))
+	for i, conv := range list {
+		out[i] = conversionView(conv, true)
+	}
+	return c.JSON(fiber.Map{"data": out})
 }
 
 func conversionsViewer(c *fiber.Ctx) conversions.Viewer {
@@ -228,23 +229,6 @@ func (d *decimalInput) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// conversionsTime reads an RFC 3339 time, or a date (midnight UTC) when dates is true.
-func conversionsTime(field, s string, dates bool) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
-	}
-	if dates {
-		if t, err := time.Parse(time.DateOnly, s); err == nil {
-			return t, nil
-		}
-		return time.Time{}, Invalid(FieldError{Field: field, Message: "must be an RFC 3339 time (2026-03-14T15:09:26Z) or a date (2026-03-14)"})
-	}
-	return time.Time{}, Invalid(FieldError{Field: field, Message: "must be an RFC 3339 time such as 2026-03-14T15:09:26Z"})
-}
-
 // conversionsQuery reads the list filters and the page.
 func conversionsQuery(c *fiber.Ctx) (conversions.Filter, page.Request, error) {
 	p, err := PageRequest(c)
@@ -263,19 +247,7 @@ func conversionsQuery(c *fiber.Ctx) (conversions.Filter, page.Request, error) {
 			errs = append(errs, FieldError{Field: q.field, Message: "must be an id starting with " + q.prefix + "_"})
 		}
 	}
-	for _, q := range []struct {
-		field string
-		dst   *time.Time
-	}{{"from", &f.From}, {"to", &f.To}} {
-		t, err := conversionsTime(q.field, c.Query(q.field), true)
-		if err != nil {
-			errs = append(errs, FieldError{Field: q.field, Message: "must be an RFC 3339 time or a date"})
-		}
-		*q.dst = t
-	}
-	if !f.From.IsZero() && !f.To.IsZero() && !f.To.After(f.From) {
-		errs = append(errs, FieldError{Field: "to", Message: "must be after from"})
-	}
+	errs = append(errs, timeRange(&f.From, &f.To, c.Query("from"), c.Query("to"))...)
 	if errs != nil {
 		return f, p, Invalid(errs...)
 	}

@@ -20,43 +20,54 @@ type PartnershipService interface {
 // MountPartnerships adds the partnership routes: affiliates apply (API key or dashboard) and
 // both sides list theirs; advertisers decide in the dashboard.
 func (s *Server) MountPartnerships(svc PartnershipService) {
-	apply := s.Idempotent(func(c *fiber.Ctx) error {
-		var in programs.ApplyInput
-		if err := DecodeJSON(c, &in); err != nil {
-			return err
-		}
-		p, created, err := svc.Apply(c.UserContext(), programsActor(c), in)
-		status := fiber.StatusOK
-		if created {
-			status = fiber.StatusCreated
-		}
-		return programsJSON(c, status, p, err)
-	})
-	list := func(c *fiber.Ctx) error {
-		p, err := PageRequest(c)
-		if err != nil {
-			return err
-		}
-		f := programs.PartnershipFilter{Status: c.Query("status"), ProgramID: c.Query("program_id")}
-		items, next, err := svc.ListPartnerships(c.UserContext(), programsActor(c), f, p)
-		return programsList(c, items, next, err)
-	}
-	s.app.Post("/api/v1/partnerships", apply)
-	s.app.Get("/api/v1/partnerships", list)
-	s.app.Post("/api/partnerships", apply)
-	s.app.Get("/api/partnerships", list)
+	h := partnershipHandlers{svc: svc}
+	s.app.Post("/api/v1/partnerships", s.Idempotent(h.apply))
+	s.app.Get("/api/v1/partnerships", h.list)
+	s.app.Post("/api/partnerships", s.Idempotent(h.apply))
+	s.app.Get("/api/partnerships", h.list)
 	for action, to := range map[string]string{"approve": programs.Approved, "reject": programs.Rejected, "suspend": programs.Suspended} {
-		s.app.Post("/api/partnerships/:id/"+action, func(c *fiber.Ctx) error {
-			p, err := svc.SetPartnershipStatus(c.UserContext(), programsActor(c), c.Params("id"), to)
-			return programsJSON(c, fiber.StatusOK, p, err)
-		})
+		s.app.Post("/api/partnerships/:id/"+action, h.setStatus(to))
 	}
-	s.app.Patch("/api/partnerships/:id", func(c *fiber.Ctx) error {
-		var in programs.PartnershipPatch
-		if err := DecodeJSON(c, &in); err != nil {
-			return err
-		}
-		p, err := svc.UpdatePartnership(c.UserContext(), programsActor(c), c.Params("id"), in)
+	s.app.Patch("/api/partnerships/:id", h.update)
+}
+
+type partnershipHandlers struct{ svc PartnershipService }
+
+func (h partnershipHandlers) apply(c *fiber.Ctx) error {
+	var in programs.ApplyInput
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	p, created, err := h.svc.Apply(c.UserContext(), programsActor(c), in)
+	status := fiber.StatusOK
+	if created {
+		status = fiber.StatusCreated
+	}
+	return programsJSON(c, status, p, err)
+}
+
+func (h partnershipHandlers) list(c *fiber.Ctx) error {
+	p, err := PageRequest(c)
+	if err != nil {
+		return err
+	}
+	f := programs.PartnershipFilter{Status: c.Query("status"), ProgramID: c.Query("program_id")}
+	items, next, err := h.svc.ListPartnerships(c.UserContext(), programsActor(c), f, p)
+	return programsList(c, items, next, err)
+}
+
+func (h partnershipHandlers) setStatus(to string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		p, err := h.svc.SetPartnershipStatus(c.UserContext(), programsActor(c), c.Params("id"), to)
 		return programsJSON(c, fiber.StatusOK, p, err)
-	})
+	}
+}
+
+func (h partnershipHandlers) update(c *fiber.Ctx) error {
+	var in programs.PartnershipPatch
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	p, err := h.svc.UpdatePartnership(c.UserContext(), programsActor(c), c.Params("id"), in)
+	return programsJSON(c, fiber.StatusOK, p, err)
 }

@@ -29,60 +29,67 @@ type postbackSettings struct {
 // MountPostbacks adds the postback settings routes: the dashboard's (every member reads,
 // owners and admins change the URL and rotate the secret) and the public API's URL setting.
 func (s *Server) MountPostbacks(svc PostbackService) {
-	get := func(c *fiber.Ctx) error {
-		set, err := svc.Get(c.UserContext(), Caller(c).CompanyID)
-		if err != nil {
-			return err
-		}
-		return c.JSON(set)
-	}
-	put := func(c *fiber.Ctx) error {
-		var in struct {
-			URL json.RawMessage `json:"url"`
-		}
-		if err := DecodeJSON(c, &in); err != nil {
-			return err
-		}
-		url, err := nullableString("url", in.URL)
-		if err != nil {
-			return err
-		}
-		set, secret, err := svc.SetURL(c.UserContext(), Caller(c).CompanyID, url)
-		if err != nil {
-			return postbackProblem(err)
-		}
-		if secret != "" {
-			c.Set(fiber.HeaderCacheControl, "no-store")
-		}
-		return c.JSON(postbackSettings{Settings: set, Secret: secret})
-	}
-	s.app.Get("/api/postbacks", get)
-	s.app.Put("/api/postbacks", requireAdminTo("change the postback settings"), put)
-	s.app.Put("/api/postbacks/rotate-secret", requireAdminTo("rotate the postback secret"), func(c *fiber.Ctx) error {
-		var in struct {
-			GracePeriodSeconds *int64 `json:"grace_period_seconds"`
-		}
-		if err := decodeOptionalJSON(c, &in); err != nil {
-			return err
-		}
-		if err := checkGrace("grace_period_seconds", in.GracePeriodSeconds); err != nil {
-			return err
-		}
-		grace := postbacks.DefaultGrace
-		if in.GracePeriodSeconds != nil {
-			grace = time.Duration(*in.GracePeriodSeconds) * time.Second
-		}
-		set, secret, err := svc.RotateSecret(c.UserContext(), Caller(c).CompanyID, grace)
-		if err != nil {
-			return postbackProblem(err)
-		}
-		c.Set(fiber.HeaderCacheControl, "no-store")
-		return c.JSON(rotatedSecret{Secret: secret, PreviousSecretExpiresAt: set.PreviousSecretExpiresAt})
-	})
+	h := postbackHandlers{svc: svc}
+	s.app.Get("/api/postbacks", h.get)
+	s.app.Put("/api/postbacks", requireAdminTo("change the postback settings"), h.setURL)
+	s.app.Put("/api/postbacks/rotate-secret", requireAdminTo("rotate the postback secret"), h.rotateSecret)
 	// The public API sets the URL too (an integrator's deployment script); rotating the
 	// secret stays a dashboard action of owners and admins.
-	s.app.Get("/api/v1/postbacks", get)
-	s.app.Put("/api/v1/postbacks", put)
+	s.app.Get("/api/v1/postbacks", h.get)
+	s.app.Put("/api/v1/postbacks", h.setURL)
+}
+
+type postbackHandlers struct{ svc PostbackService }
+
+func (h postbackHandlers) get(c *fiber.Ctx) error {
+	set, err := h.svc.Get(c.UserContext(), Caller(c).CompanyID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(set)
+}
+
+func (h postbackHandlers) setURL(c *fiber.Ctx) error {
+	var in struct {
+		URL json.RawMessage `json:"url"`
+	}
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	url, err := nullableString("url", in.URL)
+	if err != nil {
+		return err
+	}
+	set, secret, err := h.svc.SetURL(c.UserContext(), Caller(c).CompanyID, url)
+	if err != nil {
+		return postbackProblem(err)
+	}
+	if secret != "" {
+		c.Set(fiber.HeaderCacheControl, "no-store")
+	}
+	return c.JSON(postbackSettings{Settings: set, Secret: secret})
+}
+
+func (h postbackHandlers) rotateSecret(c *fiber.Ctx) error {
+	var in struct {
+		GracePeriodSeconds *int64 `json:"grace_period_seconds"`
+	}
+	if err := decodeOptionalJSON(c, &in); err != nil {
+		return err
+	}
+	if err := checkGrace("grace_period_seconds", in.GracePeriodSeconds); err != nil {
+		return err
+	}
+	grace := postbacks.DefaultGrace
+	if in.GracePeriodSeconds != nil {
+		grace = time.Duration(*in.GracePeriodSeconds) * time.Second
+	}
+	set, secret, err := h.svc.RotateSecret(c.UserContext(), Caller(c).CompanyID, grace)
+	if err != nil {
+		return postbackProblem(err)
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(rotatedSecret{Secret: secret, PreviousSecretExpiresAt: set.PreviousSecretExpiresAt})
 }
 
 // postbackProblem maps the postback service's errors to problems; anything else is a 500.
@@ -95,19 +102,4 @@ func postbackProblem(err error) error {
 		return NewProblem(fiber.StatusConflict, "postback_not_configured", "set a postback URL first: its secret is created and shown then")
 	}
 	return err
-}
-
-// nullableString reads a required field that may be null (nil) or a string.
-func nullableString(field string, raw json.RawMessage) (*string, error) {
-	switch string(raw) {
-	case "":
-		return nil, Invalid(FieldError{Field: field, Message: "is required (null removes it)"})
-	case "null":
-		return nil, nil
-	}
-	var v string
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, Invalid(FieldError{Field: field, Message: "must be a string or null"})
-	}
-	return &v, nil
 }

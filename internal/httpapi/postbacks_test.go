@@ -126,6 +126,10 @@ func TestRotatingThePostbackSecretKeepsThePreviousForTheGrace(t *testing.T) {
 			t.Errorf("rotation with %s = %d %s", body, r.status, r.raw)
 		}
 	}
+	// A blank body is no body (the default grace), like on every route whose body is optional.
+	if r := f.do(t, "PUT", "/api/postbacks/rotate-secret", f.adv, " \n"); r.status != 200 || r.body["previous_secret_expires_at"] != "2026-03-02T12:00:00Z" {
+		t.Errorf("rotation with a blank body = %d %s", r.status, r.raw)
+	}
 }
 
 func TestPostbackSettingsBelongToOneCompany(t *testing.T) {

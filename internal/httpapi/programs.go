@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -25,78 +24,98 @@ type ProgramService interface {
 // MountPrograms adds the program and promotion routes: reading in every family (each caller
 // sees what docs/programs.md says), managing in the dashboard.
 func (s *Server) MountPrograms(svc ProgramService) {
+	h := programHandlers{svc: svc}
+	s.app.Get("/api/v1/programs", h.listPrograms(false))
+	s.app.Get("/api/v1/programs/:id", h.getProgram)
+	s.app.Get("/api/v1/promotions", h.listPromotions)
 	// The partner API lists only the caller's programs (partnered); the catalogue an
 	// affiliate browses to find new ones is /api/v1/programs.
-	listing := func(partnered bool) fiber.Handler {
-		return func(c *fiber.Ctx) error {
-			p, err := PageRequest(c)
-			if err != nil {
-				return err
-			}
-			list, next, err := svc.ListPrograms(c.UserContext(), programsActor(c), programs.ProgramFilter{Status: c.Query("status"), Partnered: partnered}, p)
-			return programsList(c, list, next, err)
-		}
-	}
-	listPrograms := listing(false)
-	getProgram := func(c *fiber.Ctx) error {
-		p, err := svc.Program(c.UserContext(), programsActor(c), c.Params("id"))
-		return programsJSON(c, fiber.StatusOK, p, err)
-	}
-	listPromotions := func(programID func(c *fiber.Ctx) string) fiber.Handler {
-		return func(c *fiber.Ctx) error {
-			p, err := PageRequest(c)
-			if err != nil {
-				return err
-			}
-			active, err := programsBool(c, "active")
-			if err != nil {
-				return err
-			}
-			list, next, err := svc.ListPromotions(c.UserContext(), programsActor(c), programs.PromotionFilter{ProgramID: programID(c), Active: active}, p)
-			return programsList(c, list, next, err)
-		}
-	}
+	s.app.Get("/api/partner-api/programs", h.listPrograms(true))
 
-	s.app.Get("/api/v1/programs", listPrograms)
-	s.app.Get("/api/v1/programs/:id", getProgram)
-	s.app.Get("/api/v1/promotions", listPromotions(func(c *fiber.Ctx) string { return c.Query("program_id") }))
-	s.app.Get("/api/partner-api/programs", listing(true))
+	s.app.Get("/api/programs", h.listPrograms(false))
+	s.app.Post("/api/programs", s.Idempotent(h.createProgram))
+	s.app.Get("/api/programs/:id", h.getProgram)
+	s.app.Patch("/api/programs/:id", h.updateProgram)
+	s.app.Get("/api/programs/:id/promotions", h.listProgramPromotions)
+	s.app.Post("/api/programs/:id/promotions", s.Idempotent(h.createPromotion))
+	s.app.Patch("/api/promotions/:id", h.updatePromotion)
+}
 
-	s.app.Get("/api/programs", listPrograms)
-	s.app.Post("/api/programs", s.Idempotent(func(c *fiber.Ctx) error {
-		var in programs.ProgramInput
-		if err := DecodeJSON(c, &in); err != nil {
+type programHandlers struct{ svc ProgramService }
+
+func (h programHandlers) listPrograms(partnered bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		p, err := PageRequest(c)
+		if err != nil {
 			return err
 		}
-		p, err := svc.CreateProgram(c.UserContext(), programsActor(c), in)
-		return programsJSON(c, fiber.StatusCreated, p, err)
-	}))
-	s.app.Get("/api/programs/:id", getProgram)
-	s.app.Patch("/api/programs/:id", func(c *fiber.Ctx) error {
-		var in programs.ProgramPatch
-		if err := DecodeJSON(c, &in); err != nil {
-			return err
-		}
-		p, err := svc.UpdateProgram(c.UserContext(), programsActor(c), c.Params("id"), in)
-		return programsJSON(c, fiber.StatusOK, p, err)
-	})
-	s.app.Get("/api/programs/:id/promotions", listPromotions(func(c *fiber.Ctx) string { return c.Params("id") }))
-	s.app.Post("/api/programs/:id/promotions", s.Idempotent(func(c *fiber.Ctx) error {
-		var in programs.PromotionInput
-		if err := DecodeJSON(c, &in); err != nil {
-			return err
-		}
-		p, err := svc.CreatePromotion(c.UserContext(), programsActor(c), c.Params("id"), in)
-		return programsJSON(c, fiber.StatusCreated, p, err)
-	}))
-	s.app.Patch("/api/promotions/:id", func(c *fiber.Ctx) error {
-		var in programs.PromotionPatch
-		if err := DecodeJSON(c, &in); err != nil {
-			return err
-		}
-		p, err := svc.UpdatePromotion(c.UserContext(), programsActor(c), c.Params("id"), in)
-		return programsJSON(c, fiber.StatusOK, p, err)
-	})
+		list, next, err := h.svc.ListPrograms(c.UserContext(), programsActor(c), programs.ProgramFilter{Status: c.Query("status"), Partnered: partnered}, p)
+		return programsList(c, list, next, err)
+	}
+}
+
+func (h programHandlers) getProgram(c *fiber.Ctx) error {
+	p, err := h.svc.Program(c.UserContext(), programsActor(c), c.Params("id"))
+	return programsJSON(c, fiber.StatusOK, p, err)
+}
+
+func (h programHandlers) createProgram(c *fiber.Ctx) error {
+	var in programs.ProgramInput
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	p, err := h.svc.CreateProgram(c.UserContext(), programsActor(c), in)
+	return programsJSON(c, fiber.StatusCreated, p, err)
+}
+
+func (h programHandlers) updateProgram(c *fiber.Ctx) error {
+	var in programs.ProgramPatch
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	p, err := h.svc.UpdateProgram(c.UserContext(), programsActor(c), c.Params("id"), in)
+	return programsJSON(c, fiber.StatusOK, p, err)
+}
+
+// listPromotions lists the promotions of the program_id query parameter (all when absent).
+func (h programHandlers) listPromotions(c *fiber.Ctx) error {
+	return h.promotions(c, c.Query("program_id"))
+}
+
+// listProgramPromotions lists the promotions of the program in the path.
+func (h programHandlers) listProgramPromotions(c *fiber.Ctx) error {
+	return h.promotions(c, c.Params("id"))
+}
+
+func (h programHandlers) promotions(c *fiber.Ctx, programID string) error {
+	p, err := PageRequest(c)
+	if err != nil {
+		return err
+	}
+	active, err := queryBool(c, "active")
+	if err != nil {
+		return err
+	}
+	list, next, err := h.svc.ListPromotions(c.UserContext(), programsActor(c), programs.PromotionFilter{ProgramID: programID, Active: active}, p)
+	return programsList(c, list, next, err)
+}
+
+func (h programHandlers) createPromotion(c *fiber.Ctx) error {
+	var in programs.PromotionInput
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	p, err := h.svc.CreatePromotion(c.UserContext(), programsActor(c), c.Params("id"), in)
+	return programsJSON(c, fiber.StatusCreated, p, err)
+}
+
+func (h programHandlers) updatePromotion(c *fiber.Ctx) error {
+	var in programs.PromotionPatch
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	p, err := h.svc.UpdatePromotion(c.UserContext(), programsActor(c), c.Params("id"), in)
+	return programsJSON(c, fiber.StatusOK, p, err)
 }
 
 // programsActor is the caller as the programs domain knows it.
@@ -144,17 +163,4 @@ func programsProblem(err error) error {
 			With("current_status", transition.From).With("allowed", transition.Allowed)
 	}
 	return err
-}
-
-// programsBool reads an optional true/false query parameter.
-func programsBool(c *fiber.Ctx, name string) (bool, error) {
-	v := c.Query(name)
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, Invalid(FieldError{Field: name, Message: "must be true or false"})
-	}
-	return b, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -36,52 +37,61 @@ var subParams = [5]string{"sub1", "sub2", "sub3", "sub4", "sub5"}
 // mountRedirect adds GET (and HEAD) /c/{code}. It never answers a 500: an unknown or
 // inactive link gets a small HTML page with 404, a lookup failure one with 503.
 func (s *Server) mountRedirect(clicks Clicker, o TrackingOptions) {
-	s.app.Get("/c/:code", func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderCacheControl, "no-store")
-		// Search engines must index the landing page, not the tracking URL.
-		c.Set("X-Robots-Tag", "noindex")
-		// Fiber's strings point into a buffer reused after the handler: copy what the
-		// click keeps.
-		code := strings.Clone(c.Params("code"))
-		if c.Method() == fiber.MethodHead {
-			// Link checkers and previews probe with HEAD: answer where it goes, count nothing.
-			landing, err := clicks.Landing(c.UserContext(), code)
-			if err != nil {
-				return s.redirectError(c, err)
-			}
-			return c.Redirect(landing, fiber.StatusFound)
-		}
-		v := tracking.Visit{
-			Code:      code,
-			IP:        c.IP(),
-			UserAgent: strings.Clone(c.Get(fiber.HeaderUserAgent)),
-			Referrer:  strings.Clone(c.Get(fiber.HeaderReferer)),
-			VisitorID: strings.Clone(c.Cookies(VisitorCookie)),
-		}
-		for i, name := range subParams {
-			v.Subs[i] = strings.Clone(c.Query(name))
-		}
-		rd, err := clicks.Click(c.UserContext(), v)
-		if err != nil {
-			return s.redirectError(c, err)
-		}
-		if rd.NewVisitorID != "" {
-			c.Cookie(&fiber.Cookie{Name: VisitorCookie, Value: rd.NewVisitorID, Path: "/c/", MaxAge: int(visitorCookieAge.Seconds()),
-				Secure: o.SecureCookies, HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode})
-		}
-		c.Cookie(&fiber.Cookie{Name: ClickCookie, Value: rd.Click.ClickID, Path: "/", MaxAge: int(clickCookieAge.Seconds()),
-			Secure: o.SecureCookies, HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode})
-		return c.Redirect(rd.Location, fiber.StatusFound)
-	})
+	h := redirectHandlers{clicks: clicks, opts: o, log: s.log}
+	s.app.Get("/c/:code", h.redirect)
 }
 
-func (s *Server) redirectError(c *fiber.Ctx, err error) error {
+type redirectHandlers struct {
+	clicks Clicker
+	opts   TrackingOptions
+	log    *slog.Logger
+}
+
+func (h redirectHandlers) redirect(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	// Search engines must index the landing page, not the tracking URL.
+	c.Set("X-Robots-Tag", "noindex")
+	// Fiber's strings point into a buffer reused after the handler: copy what the
+	// click keeps.
+	code := strings.Clone(c.Params("code"))
+	if c.Method() == fiber.MethodHead {
+		// Link checkers and previews probe with HEAD: answer where it goes, count nothing.
+		landing, err := h.clicks.Landing(c.UserContext(), code)
+		if err != nil {
+			return h.redirectError(c, err)
+		}
+		return c.Redirect(landing, fiber.StatusFound)
+	}
+	v := tracking.Visit{
+		Code:      code,
+		IP:        c.IP(),
+		UserAgent: strings.Clone(c.Get(fiber.HeaderUserAgent)),
+		Referrer:  strings.Clone(c.Get(fiber.HeaderReferer)),
+		VisitorID: strings.Clone(c.Cookies(VisitorCookie)),
+	}
+	for i, name := range subParams {
+		v.Subs[i] = strings.Clone(c.Query(name))
+	}
+	rd, err := h.clicks.Click(c.UserContext(), v)
+	if err != nil {
+		return h.redirectError(c, err)
+	}
+	if rd.NewVisitorID != "" {
+		c.Cookie(&fiber.Cookie{Name: VisitorCookie, Value: rd.NewVisitorID, Path: "/c/", MaxAge: int(visitorCookieAge.Seconds()),
+			Secure: h.opts.SecureCookies, HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode})
+	}
+	c.Cookie(&fiber.Cookie{Name: ClickCookie, Value: rd.Click.ClickID, Path: "/", MaxAge: int(clickCookieAge.Seconds()),
+		Secure: h.opts.SecureCookies, HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode})
+	return c.Redirect(rd.Location, fiber.StatusFound)
+}
+
+func (h redirectHandlers) redirectError(c *fiber.Ctx, err error) error {
 	pages := unavailablePage
 	status := fiber.StatusServiceUnavailable
 	if errors.Is(err, tracking.ErrUnknownLink) {
 		pages, status = notFoundPage, fiber.StatusNotFound
 	} else {
-		s.log.Error("click redirect: link lookup failed", "request_id", RequestID(c), "err", err)
+		h.log.Error("click redirect: link lookup failed", "request_id", RequestID(c), "err", err)
 		c.Set(fiber.HeaderRetryAfter, "5")
 	}
 	lang := c.AcceptsLanguages("en", "es")

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/page"
 )
 
@@ -45,6 +48,15 @@ func DecodeJSON(c *fiber.Ctx, v any) error {
 		return NewProblem(fiber.StatusBadRequest, "invalid_json", "the body must hold exactly one JSON object")
 	}
 	return nil
+}
+
+// decodeOptionalJSON decodes a body when there is one; an empty (or blank) body leaves v as
+// it is.
+func decodeOptionalJSON(c *fiber.Ctx, v any) error {
+	if len(bytes.TrimSpace(c.Body())) == 0 {
+		return nil
+	}
+	return DecodeJSON(c, v)
 }
 
 func describeJSONError(err error) string {
@@ -127,4 +139,70 @@ func PageRequest(c *fiber.Ctx) (page.Request, error) {
 		return page.Request{}, Invalid(FieldError{Field: "limit", Message: err.Error()})
 	}
 	return p, nil
+}
+
+// conversionsTime reads an RFC 3339 time, or a date (midnight UTC) when dates is true.
+func conversionsTime(field, s string, dates bool) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC(), nil
+	}
+	if dates {
+		if t, err := time.Parse(time.DateOnly, s); err == nil {
+			return t, nil
+		}
+		return time.Time{}, Invalid(FieldError{Field: field, Message: "must be an RFC 3339 time (2026-03-14T15:09:26Z) or a date (2026-03-14)"})
+	}
+	return time.Time{}, Invalid(FieldError{Field: field, Message: "must be an RFC 3339 time such as 2026-03-14T15:09:26Z"})
+}
+
+// requireAdminTo lets owners and admins change settings; members may only read. API-key
+// callers are not sessions and never reach it (routes that take keys do not use it).
+func requireAdminTo(action string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		switch Caller(c).Role {
+		case "owner", "admin":
+			return c.Next()
+		}
+		return NewProblem(fiber.StatusForbidden, "forbidden", "only owners and admins can "+action)
+	}
+}
+
+// advertiserOnly guards the routes that register or decide conversions and payouts: an
+// affiliate reads.
+func advertiserOnly(c *fiber.Ctx) error {
+	if Caller(c).CompanyKind != identity.Advertiser {
+		return NewProblem(fiber.StatusForbidden, "advertiser_only", "only the advertiser of a program registers and decides its conversions and payouts")
+	}
+	return c.Next()
+}
+
+// nullableString reads a required field that may be null (nil) or a string.
+func nullableString(field string, raw json.RawMessage) (*string, error) {
+	switch string(raw) {
+	case "":
+		return nil, Invalid(FieldError{Field: field, Message: "is required (null removes it)"})
+	case "null":
+		return nil, nil
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, Invalid(FieldError{Field: field, Message: "must be a string or null"})
+	}
+	return &v, nil
+}
+
+// queryBool reads an optional true/false query parameter.
+func queryBool(c *fiber.Ctx, name string) (bool, error) {
+	v := c.Query(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, Invalid(FieldError{Field: name, Message: "must be true or false"})
+	}
+	return b, nil
 }

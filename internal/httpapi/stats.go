@@ -30,22 +30,24 @@ const (
 // API keys, GET /api/stats for the dashboard. Each caller sees only its company's figures:
 // an advertiser its programs', an affiliate its own.
 func (s *Server) MountStats(q StatsQuerier) {
-	h := func(c *fiber.Ctx) error { return statsReport(c, q) }
-	s.app.Get("/api/v1/stats", h)
-	s.app.Get("/api/partner-api/stats", h)
-	s.app.Get("/api/stats", h)
+	h := statsHandlers{q: q}
+	s.app.Get("/api/v1/stats", h.report)
+	s.app.Get("/api/partner-api/stats", h.report)
+	s.app.Get("/api/stats", h.report)
 }
 
-func statsReport(c *fiber.Ctx, q StatsQuerier) error {
+type statsHandlers struct{ q StatsQuerier }
+
+func (h statsHandlers) report(c *fiber.Ctx) error {
 	p, limit, err := statsParams(c)
 	if err != nil {
 		return err
 	}
-	if p, err = q.Resolve(p); err != nil {
+	if p, err = h.q.Resolve(p); err != nil {
 		return statsProblem(err)
 	}
 	caller := Caller(c)
-	rows, err := q.Query(c.UserContext(), stats.Scope{CompanyID: caller.CompanyID, Kind: caller.CompanyKind}, p)
+	rows, err := h.q.Query(c.UserContext(), stats.Scope{CompanyID: caller.CompanyID, Kind: caller.CompanyKind}, p)
 	if err != nil {
 		return statsProblem(err)
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -49,86 +50,102 @@ func (s *Server) MountWebhooks(svc WebhookService) {
 	if svc == nil {
 		svc = noWebhooks{}
 	}
-	list := func(c *fiber.Ctx) error {
-		p, err := PageRequest(c)
-		if err != nil {
-			return err
-		}
-		l, err := svc.List(c.UserContext(), Caller(c).CompanyID, p)
-		if err != nil {
-			return webhookProblem(c, err)
-		}
-		l.Data = nonNil(l.Data)
-		return c.JSON(l)
-	}
-	s.app.Get("/api/webhooks", list)
-	s.app.Get("/api/v1/webhooks", list)
-
+	h := webhookHandlers{svc: svc, log: s.log}
 	admin := requireAdminTo("manage webhooks")
-	s.app.Post("/api/webhooks", admin, s.Idempotent(func(c *fiber.Ctx) error {
-		var in webhooks.Input
-		if err := DecodeJSON(c, &in); err != nil {
-			return err
-		}
-		if err := checkGrace("rotation_grace_period_seconds", in.RotationGracePeriodSeconds); err != nil {
-			return err
-		}
-		w, secret, err := svc.Create(c.UserContext(), Caller(c).CompanyID, in)
-		if err != nil {
-			return webhookProblem(c, err)
-		}
-		c.Set(fiber.HeaderCacheControl, "no-store")
-		return c.Status(fiber.StatusCreated).JSON(createdWebhook{Webhook: w, Secret: secret})
-	}))
-	s.app.Get("/api/webhooks/:id", func(c *fiber.Ctx) error {
-		w, err := svc.Get(c.UserContext(), Caller(c).CompanyID, c.Params("id"))
-		if err != nil {
-			return webhookProblem(c, err)
-		}
-		return c.JSON(w)
-	})
-	s.app.Patch("/api/webhooks/:id", admin, func(c *fiber.Ctx) error {
-		var p webhooks.Patch
-		if err := DecodeJSON(c, &p); err != nil {
-			return err
-		}
-		if err := checkGrace("rotation_grace_period_seconds", p.RotationGracePeriodSeconds); err != nil {
-			return err
-		}
-		w, err := svc.Update(c.UserContext(), Caller(c).CompanyID, c.Params("id"), p)
-		if err != nil {
-			return webhookProblem(c, err)
-		}
-		return c.JSON(w)
-	})
-	s.app.Delete("/api/webhooks/:id", admin, func(c *fiber.Ctx) error {
-		if err := svc.Delete(c.UserContext(), Caller(c).CompanyID, c.Params("id")); err != nil {
-			return webhookProblem(c, err)
-		}
-		return c.SendStatus(fiber.StatusNoContent)
-	})
-	s.app.Put("/api/webhooks/:id/rotate-secret", admin, func(c *fiber.Ctx) error {
-		// The grace period is the webhook's own setting (PATCH it first to change it).
-		if err := decodeOptionalJSON(c, &struct{}{}); err != nil {
-			return err
-		}
-		company, id := Caller(c).CompanyID, c.Params("id")
-		secret, err := svc.RotateSecret(c.UserContext(), company, id)
-		if err != nil {
-			return webhookProblem(c, err)
-		}
-		// The secret is already in use: failing now would lose it, and rotating again would
-		// end the grace of the secret receivers still verify with. So reading the expiry back
-		// is best effort.
-		out := rotatedSecret{Secret: secret}
-		if w, err := svc.Get(c.UserContext(), company, id); err == nil {
-			out.PreviousSecretExpiresAt = w.PreviousSecretExpiresAt
-		} else {
-			s.log.Warn("read webhook after rotation", "request_id", RequestID(c), "webhook_id", id, "err", err)
-		}
-		c.Set(fiber.HeaderCacheControl, "no-store")
-		return c.JSON(out)
-	})
+	s.app.Get("/api/webhooks", h.list)
+	s.app.Get("/api/v1/webhooks", h.list)
+	s.app.Post("/api/webhooks", admin, s.Idempotent(h.create))
+	s.app.Get("/api/webhooks/:id", h.get)
+	s.app.Patch("/api/webhooks/:id", admin, h.update)
+	s.app.Delete("/api/webhooks/:id", admin, h.delete)
+	s.app.Put("/api/webhooks/:id/rotate-secret", admin, h.rotateSecret)
+}
+
+type webhookHandlers struct {
+	svc WebhookService
+	log *slog.Logger
+}
+
+func (h webhookHandlers) list(c *fiber.Ctx) error {
+	p, err := PageRequest(c)
+	if err != nil {
+		return err
+	}
+	l, err := h.svc.List(c.UserContext(), Caller(c).CompanyID, p)
+	if err != nil {
+		return webhookProblem(c, err)
+	}
+	l.Data = nonNil(l.Data)
+	return c.JSON(l)
+}
+
+func (h webhookHandlers) create(c *fiber.Ctx) error {
+	var in webhooks.Input
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := checkGrace("rotation_grace_period_seconds", in.RotationGracePeriodSeconds); err != nil {
+		return err
+	}
+	w, secret, err := h.svc.Create(c.UserContext(), Caller(c).CompanyID, in)
+	if err != nil {
+		return webhookProblem(c, err)
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Status(fiber.StatusCreated).JSON(createdWebhook{Webhook: w, Secret: secret})
+}
+
+func (h webhookHandlers) get(c *fiber.Ctx) error {
+	w, err := h.svc.Get(c.UserContext(), Caller(c).CompanyID, c.Params("id"))
+	if err != nil {
+		return webhookProblem(c, err)
+	}
+	return c.JSON(w)
+}
+
+func (h webhookHandlers) update(c *fiber.Ctx) error {
+	var p webhooks.Patch
+	if err := DecodeJSON(c, &p); err != nil {
+		return err
+	}
+	if err := checkGrace("rotation_grace_period_seconds", p.RotationGracePeriodSeconds); err != nil {
+		return err
+	}
+	w, err := h.svc.Update(c.UserContext(), Caller(c).CompanyID, c.Params("id"), p)
+	if err != nil {
+		return webhookProblem(c, err)
+	}
+	return c.JSON(w)
+}
+
+func (h webhookHandlers) delete(c *fiber.Ctx) error {
+	if err := h.svc.Delete(c.UserContext(), Caller(c).CompanyID, c.Params("id")); err != nil {
+		return webhookProblem(c, err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (h webhookHandlers) rotateSecret(c *fiber.Ctx) error {
+	// The grace period is the webhook's own setting (PATCH it first to change it).
+	if err := decodeOptionalJSON(c, &struct{}{}); err != nil {
+		return err
+	}
+	company, id := Caller(c).CompanyID, c.Params("id")
+	secret, err := h.svc.RotateSecret(c.UserContext(), company, id)
+	if err != nil {
+		return webhookProblem(c, err)
+	}
+	// The secret is already in use: failing now would lose it, and rotating again would
+	// end the grace of the secret receivers still verify with. So reading the expiry back
+	// is best effort.
+	out := rotatedSecret{Secret: secret}
+	if w, err := h.svc.Get(c.UserContext(), company, id); err == nil {
+		out.PreviousSecretExpiresAt = w.PreviousSecretExpiresAt
+	} else {
+		h.log.Warn("read webhook after rotation", "request_id", RequestID(c), "webhook_id", id, "err", err)
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
 }
 
 // webhookProblem maps the webhook service's errors to problems; anything else is a 500.
@@ -166,26 +183,6 @@ func checkGrace(field string, seconds *int64) error {
 		return Invalid(FieldError{Field: field, Message: "must be between 0 and " + strconv.Itoa(maxGraceSeconds) + " seconds (7 days)"})
 	}
 	return nil
-}
-
-// decodeOptionalJSON decodes a body when there is one; an empty body leaves v as it is.
-func decodeOptionalJSON(c *fiber.Ctx, v any) error {
-	if len(c.Body()) == 0 {
-		return nil
-	}
-	return DecodeJSON(c, v)
-}
-
-// requireAdminTo lets owners and admins change settings; members may only read. API-key
-// callers are not sessions and never reach it (routes that take keys do not use it).
-func requireAdminTo(action string) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		switch Caller(c).Role {
-		case "owner", "admin":
-			return c.Next()
-		}
-		return NewProblem(fiber.StatusForbidden, "forbidden", "only owners and admins can "+action)
-	}
 }
 
 // noWebhooks stands in when the api has no Kubernetes API to keep Webhook resources in.

@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"context"
+	"net/url"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/ids"
+)
+
+// ConversionPostbackService is what the server-to-server conversion URL needs
+// (conversions.Service).
+type ConversionPostbackService interface {
+	RegisterPostback(ctx context.Context, token string, in conversions.NewConversion) (conversions.Conversion, bool, error)
+	RotatePostbackToken(ctx context.Context, advertiserID, programID string) (string, error)
+}
+
+// MountConversionPostback adds the public GET /postback, for advertisers whose systems can
+// only fire a URL, and the dashboard route that makes (or replaces) a program's token.
+func (s *Server) MountConversionPostback(svc ConversionPostbackService) {
+	h := conversionPostbackHandlers{svc: svc}
+	s.app.Get("/postback", h.register)
+	s.app.Post("/api/programs/:id/postback-token", advertiserOnly, requireAdminTo("make postback tokens"), h.rotateToken)
+}
+
+type conversionPostbackHandlers struct{ svc ConversionPostbackService }
+
+func (h conversionPostbackHandlers) register(c *fiber.Ctx) error {
+	// The token never reaches a log: the error handler logs the path, not the query.
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	token := c.Query("token")
+	if token == "" {
+		return NewProblem(fiber.StatusUnauthorized, "invalid_postback_token", "the token parameter is required")
+	}
+	at, err := conversionsTime("occurred_at", c.Query("occurred_at"), false)
+	if err != nil {
+		return err
+	}
+	conv, created, err := h.svc.RegisterPostback(c.UserContext(), token, conversions.NewConversion{
+		ClickID: c.Query("click_id"), ExternalID: c.Query("external_id"), Type: c.Query("type"),
+		Amount: c.Query("amount"), Currency: c.Query("currency"), OccurredAt: at})
+	if err != nil {
+		return conversionsProblem(c, err)
+	}
+	// 200 for a new conversion too: postback senders often treat anything else as failure.
+	return c.JSON(fiber.Map{"id": conv.ID, "external_id": conv.ExternalID, "commission_status": conv.Commission.Status, "created": created})
+}
+
+func (h conversionPostbackHandlers) rotateToken(c *fiber.Ctx) error {
+	id := c.Params("id")
+	if !ids.Valid(ids.Program, id) {
+		return NewProblem(fiber.StatusNotFound, "not_found", "no such program")
+	}
+	token, err := h.svc.RotatePostbackToken(c.UserContext(), Caller(c).CompanyID, id)
+	if err != nil {
+		return conversionsProblem(c, err)
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{
+		"program_id": id,
+		"token":      token,
+		"postback_url": "/postback?token=" + url.QueryEscape(token) +
+			"&click_id={click_id}&external_id={external_id}&amount={amount}&currency={currency}&type=sale",
+	})
+}
