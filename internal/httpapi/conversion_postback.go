@@ -34,7 +34,7 @@ func (h conversionPostbackHandlers) register(c *fiber.Ctx) error {
 	if token == "" {
 		return NewProblem(fiber.StatusUnauthorized, "invalid_postback_token", "the token parameter is required")
 	}
-	at, err := conversionsTime("occurred_at", c.Query("occurred_at"), false)
+	at, err := parseTime("occurred_at", c.Query("occurred_at"), false)
 	if err != nil {
 		return err
 	}

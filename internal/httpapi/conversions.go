@@ -197,7 +197,7 @@ type conversionInput struct {
 }
 
 func (in conversionInput) toNew() (conversions.NewConversion, error) {
-	at, err := conversionsTime("occurred_at", in.OccurredAt, false)
+	at, err := parseTime("occurred_at", in.OccurredAt, false)
 	if err != nil {
 		return conversions.NewConversion{}, err
 	}

@@ -178,26 +178,6 @@ func deliveryQuery(c *fiber.Ctx) (delivery.Filter, page.Request, error) {
 	return f, p, nil
 }
 
-// timeRange parses from (inclusive) and to (exclusive): RFC 3339 times or dates, either
-// optional, to after from. It returns what is wrong.
-func timeRange(from, to *time.Time, fromS, toS string) []FieldError {
-	var errs []FieldError
-	for _, q := range []struct {
-		field, v string
-		dst      *time.Time
-	}{{"from", fromS, from}, {"to", toS, to}} {
-		t, err := conversionsTime(q.field, q.v, true)
-		if err != nil {
-			errs = append(errs, FieldError{Field: q.field, Message: "must be an RFC 3339 time or a date"})
-		}
-		*q.dst = t
-	}
-	if !from.IsZero() && !to.IsZero() && !to.After(*from) {
-		errs = append(errs, FieldError{Field: "to", Message: "must be after from"})
-	}
-	return errs
-}
-
 // webhookTestInput asks for a sample delivery.
 type webhookTestInput struct {
 	// EventType defaults to conversion.created.

@@ -69,11 +69,11 @@ func (h payoutHandlers) create(c *fiber.Ctx) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
 	}
-	start, err := conversionsTime("period_start", in.PeriodStart, true)
+	start, err := parseTime("period_start", in.PeriodStart, true)
 	if err != nil {
 		return err
 	}
-	end, err := conversionsTime("period_end", in.PeriodEnd, true)
+	end, err := parseTime("period_end", in.PeriodEnd, true)
 	if err != nil {
 		return err
 	}

@@ -141,8 +141,8 @@ func PageRequest(c *fiber.Ctx) (page.Request, error) {
 	return p, nil
 }
 
-// conversionsTime reads an RFC 3339 time, or a date (midnight UTC) when dates is true.
-func conversionsTime(field, s string, dates bool) (time.Time, error) {
+// parseTime reads an RFC 3339 time, or a date (midnight UTC) when dates is true.
+func parseTime(field, s string, dates bool) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
@@ -156,6 +156,26 @@ func conversionsTime(field, s string, dates bool) (time.Time, error) {
 		return time.Time{}, Invalid(FieldError{Field: field, Message: "must be an RFC 3339 time (2026-03-14T15:09:26Z) or a date (2026-03-14)"})
 	}
 	return time.Time{}, Invalid(FieldError{Field: field, Message: "must be an RFC 3339 time such as 2026-03-14T15:09:26Z"})
+}
+
+// timeRange parses from (inclusive) and to (exclusive): RFC 3339 times or dates, either
+// optional, to after from. It returns what is wrong.
+func timeRange(from, to *time.Time, fromS, toS string) []FieldError {
+	var errs []FieldError
+	for _, q := range []struct {
+		field, v string
+		dst      *time.Time
+	}{{"from", fromS, from}, {"to", toS, to}} {
+		t, err := parseTime(q.field, q.v, true)
+		if err != nil {
+			errs = append(errs, FieldError{Field: q.field, Message: "must be an RFC 3339 time or a date"})
+		}
+		*q.dst = t
+	}
+	if !from.IsZero() && !to.IsZero() && !to.After(*from) {
+		errs = append(errs, FieldError{Field: "to", Message: "must be after from"})
+	}
+	return errs
 }
 
 // requireAdminTo lets owners and admins change settings; members may only read. API-key
