@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/dashboard"
@@ -42,7 +43,24 @@ type apiSettings struct {
 }
 
 func (s *apiSettings) groups() []config.Group {
-	return append([]config.Group{&s.common, &s.postgres, &s.kafka, &s.ch, &s.api, &s.tracking, &s.kube, &s.egress}, s.auth.groups()...)
+	return append([]config.Group{&s.common, &s.postgres, &s.kafka, &s.ch, &s.api, clickIDKeysChecked{&s.tracking}, &s.kube, &s.egress}, s.auth.groups()...)
+}
+
+// clickIDKeysChecked parses the click-id keys while settings are read, so a bad key stops
+// start-up before any store is opened.
+type clickIDKeysChecked struct{ *config.Tracking }
+
+func (t clickIDKeysChecked) Validate() error {
+	if err := t.Tracking.Validate(); err != nil {
+		return err
+	}
+	if t.ClickIDKeys == "" {
+		return nil
+	}
+	if _, err := clickid.ParseKeys(t.ClickIDKeys); err != nil {
+		return config.Invalid("click-id-keys", err)
+	}
+	return nil
 }
 
 func newAPICmd() *cobra.Command {
@@ -100,8 +118,14 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	if err != nil {
 		return nil, config.Invalid("click-spool-dir", err)
 	}
-	clicks := tracking.NewService(resolver, recorder, tracking.ServiceOptions{Log: log})
-	cnv := conversions.New(p.pg, conversions.NewClickHouseClicks(p.ch, s.ch.Database), conversions.Options{})
+	var clickIDs clickid.Keys
+	if s.tracking.ClickIDKeys == "" {
+		log.Warn("no --click-id-keys: click ids are plain, and a conversion waits for its click to reach ClickHouse")
+	} else if clickIDs, err = clickid.ParseKeys(s.tracking.ClickIDKeys); err != nil {
+		return nil, config.Invalid("click-id-keys", err)
+	}
+	clicks := tracking.NewService(resolver, recorder, tracking.ServiceOptions{ClickIDs: clickIDs, Log: log})
+	cnv := conversions.New(p.pg, conversions.NewClickHouseClicks(p.ch, s.ch.Database), conversions.Options{ClickIDs: clickIDs})
 	pbs := postbacks.NewService(p.pg, postbacks.Options{})
 	srv.MountAuth(deps.signin, deps.sessions, deps.users, s.auth.session.InsecureCookies)
 	srv.MountAPIKeys(deps.users)

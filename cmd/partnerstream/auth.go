@@ -10,6 +10,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/keyring"
 	"github.com/partnerstream/partnerstream/internal/magiccode"
 	"github.com/partnerstream/partnerstream/internal/mailer"
 	"github.com/partnerstream/partnerstream/internal/oidclogin"
@@ -119,19 +120,19 @@ func newAuth(ctx context.Context, p *platform, a *authSettings, baseURL string, 
 	return deps, nil
 }
 
-// devSessionKeys returns the session keys kept in the dev state directory, made on first use,
-// so browser sessions and demo tokens survive a restart of `partnerstream dev`.
-func devSessionKeys(dir string) (string, error) {
-	path := filepath.Join(dir, "session-keys")
+// devKeys returns the key ring kept in file name of the dev state directory, made on first
+// use, so browser sessions, demo tokens and click ids survive a restart of `partnerstream dev`.
+func devKeys(dir, name string) (string, error) {
+	path := filepath.Join(dir, name)
 	if b, err := os.ReadFile(path); err == nil {
 		return strings.TrimSpace(string(b)), nil
 	}
-	spec := session.GenerateKeySpec()
+	spec := keyring.GenerateSpec()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("dev session keys: %w", err)
+		return "", fmt.Errorf("dev %s: %w", name, err)
 	}
 	if err := os.WriteFile(path, []byte(spec+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("dev session keys: %w", err)
+		return "", fmt.Errorf("dev %s: %w", name, err)
 	}
 	return spec, nil
 }

@@ -22,8 +22,10 @@ import (
 	"encoding/base32"
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/partnerstream/partnerstream/internal/ids"
@@ -63,9 +65,11 @@ type Keys struct {
 }
 
 type key struct {
-	id     string
-	tag    byte
-	secret []byte
+	id  string
+	tag byte
+	// macs keeps keyed HMAC states: one per call would cost the redirect the key schedule
+	// and a handful of allocations per click.
+	macs *sync.Pool
 }
 
 // ParseKeys reads a spec "kid1:<base64>,kid2:<base64>" (package keyring). An id carries one
@@ -84,7 +88,8 @@ func ParseKeys(spec string) (Keys, error) {
 			return Keys{}, fmt.Errorf("click-id keys: key ids %q and %q share a tag; rename one", other, k.ID)
 		}
 		byTag[t] = k.ID
-		ks.keys = append(ks.keys, key{id: k.ID, tag: t, secret: k.Secret})
+		secret := k.Secret
+		ks.keys = append(ks.keys, key{id: k.ID, tag: t, macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }}})
 	}
 	return ks, nil
 }
@@ -180,10 +185,13 @@ func (ks Keys) Verify(s string) (Click, bool) {
 }
 
 func (k key) mac(body []byte) []byte {
-	h := hmac.New(sha256.New, k.secret)
+	h := k.macs.Get().(hash.Hash)
+	defer k.macs.Put(h)
+	h.Reset()
 	h.Write([]byte(label))
 	h.Write(body)
-	return h.Sum(nil)[:macLen]
+	var sum [sha256.Size]byte
+	return h.Sum(sum[:0])[:macLen]
 }
 
 // GenerateKeySpec returns a spec with one fresh random key, for development and tests.
