@@ -43,24 +43,11 @@ type apiSettings struct {
 }
 
 func (s *apiSettings) groups() []config.Group {
-	return append([]config.Group{&s.common, &s.postgres, &s.kafka, &s.ch, &s.api, clickIDKeysChecked{&s.tracking}, &s.kube, &s.egress}, s.auth.groups()...)
-}
-
-// clickIDKeysChecked parses the click-id keys while settings are read, so a bad key stops
-// start-up before any store is opened.
-type clickIDKeysChecked struct{ *config.Tracking }
-
-func (t clickIDKeysChecked) Validate() error {
-	if err := t.Tracking.Validate(); err != nil {
+	clickIDKeys := keysChecked{&s.tracking, "click-id-keys", &s.tracking.ClickIDKeys, func(spec string) error {
+		_, err := clickid.ParseKeys(spec)
 		return err
-	}
-	if t.ClickIDKeys == "" {
-		return nil
-	}
-	if _, err := clickid.ParseKeys(t.ClickIDKeys); err != nil {
-		return config.Invalid("click-id-keys", err)
-	}
-	return nil
+	}}
+	return append([]config.Group{&s.common, &s.postgres, &s.kafka, &s.ch, &s.api, clickIDKeys, &s.kube, &s.egress}, s.auth.groups()...)
 }
 
 func newAPICmd() *cobra.Command {

@@ -26,22 +26,34 @@ type authSettings struct {
 }
 
 func (a *authSettings) groups() []config.Group {
-	return []config.Group{sessionKeysChecked{&a.session}, &a.smtp, &a.oauth}
+	return []config.Group{sessionKeysChecked(&a.session), &a.smtp, &a.oauth}
 }
 
-// sessionKeysChecked parses the keys while settings are read, so a bad key stops start-up
-// before any store is opened.
-type sessionKeysChecked struct{ *config.Session }
+func sessionKeysChecked(s *config.Session) config.Group {
+	return keysChecked{s, "session-keys", &s.Keys, func(spec string) error {
+		_, err := session.ParseKeys(spec)
+		return err
+	}}
+}
 
-func (s sessionKeysChecked) Validate() error {
-	if err := s.Session.Validate(); err != nil {
+// keysChecked parses a key ring setting while settings are read, so a bad key stops start-up
+// before any store is opened. An empty ring is the group's own Validate's business.
+type keysChecked struct {
+	config.Group
+	flag  string
+	spec  *string
+	parse func(string) error
+}
+
+func (k keysChecked) Validate() error {
+	if err := k.Group.Validate(); err != nil {
 		return err
 	}
-	if s.Keys == "" {
+	if *k.spec == "" {
 		return nil
 	}
-	if _, err := session.ParseKeys(s.Keys); err != nil {
-		return config.Invalid("session-keys", err)
+	if err := k.parse(*k.spec); err != nil {
+		return config.Invalid(k.flag, err)
 	}
 	return nil
 }
