@@ -97,7 +97,7 @@ fuzz: ## Short fuzz runs of the parsers (FUZZTIME each)
 	@bash hack/test.sh ./internal/magiccode/ -run '^$$' -fuzz FuzzNormalizeEmail -fuzztime $(FUZZTIME)
 	@for t in money:FuzzParse page:FuzzParse httpapi:FuzzDecodeJSON httpapi:FuzzQuery conversions:FuzzValidate \
 		conversions:FuzzCommissionAmount ingest:FuzzClickParser tracking:FuzzReadSegment tracking:FuzzEncodeClick tracking:FuzzBotMatcher \
-		webhooks/signing:FuzzKey webhooks/signing:FuzzSignHeaders egress:FuzzCheckAddr; do \
+		webhooks/signing:FuzzKey webhooks/signing:FuzzSignHeaders egress:FuzzCheckAddr clickid:FuzzVerify; do \
 		bash hack/test.sh ./internal/$${t%%:*}/ -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 docs: build ## Regenerate the settings table in README.md

@@ -77,6 +77,8 @@ oauth:
     clientSecret: {secretName: oidc, secretKey: linkedin}
 session:
   keys: {secretName: sessions, secretKey: keys}
+clickIDs:
+  keys: {secretName: clickids, secretKey: keys}
 `
 
 var chartCases = []chartCase{
@@ -175,6 +177,7 @@ var chartCases = []chartCase{
 				"PARTNERSTREAM_OAUTH_GOOGLE_CLIENT_SECRET":   {"oidc", "google"},
 				"PARTNERSTREAM_OAUTH_LINKEDIN_CLIENT_SECRET": {"oidc", "linkedin"},
 				"PARTNERSTREAM_SESSION_KEYS":                 {"sessions", "keys"},
+				"PARTNERSTREAM_CLICK_ID_KEYS":                {"clickids", "keys"},
 			})
 			if e := api["PARTNERSTREAM_SMTP_HOST"]; e.Value != "smtp.example.com" || e.ValueFrom != nil {
 				t.Errorf("PARTNERSTREAM_SMTP_HOST = %+v, want the plain value", e)

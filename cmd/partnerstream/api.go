@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/dashboard"
@@ -42,7 +43,11 @@ type apiSettings struct {
 }
 
 func (s *apiSettings) groups() []config.Group {
-	return append([]config.Group{&s.common, &s.postgres, &s.kafka, &s.ch, &s.api, &s.tracking, &s.kube, &s.egress}, s.auth.groups()...)
+	clickIDKeys := keysChecked{&s.tracking, "click-id-keys", &s.tracking.ClickIDKeys, func(spec string) error {
+		_, err := clickid.ParseKeys(spec)
+		return err
+	}}
+	return append([]config.Group{&s.common, &s.postgres, &s.kafka, &s.ch, &s.api, clickIDKeys, &s.kube, &s.egress}, s.auth.groups()...)
 }
 
 func newAPICmd() *cobra.Command {
@@ -100,8 +105,14 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	if err != nil {
 		return nil, config.Invalid("click-spool-dir", err)
 	}
-	clicks := tracking.NewService(resolver, recorder, tracking.ServiceOptions{Log: log})
-	cnv := conversions.New(p.pg, conversions.NewClickHouseClicks(p.ch, s.ch.Database), conversions.Options{})
+	var clickIDs clickid.Keys
+	if s.tracking.ClickIDKeys == "" {
+		log.Warn("no --click-id-keys: click ids are plain, and a conversion waits for its click to reach ClickHouse")
+	} else if clickIDs, err = clickid.ParseKeys(s.tracking.ClickIDKeys); err != nil {
+		return nil, config.Invalid("click-id-keys", err)
+	}
+	clicks := tracking.NewService(resolver, recorder, tracking.ServiceOptions{ClickIDs: clickIDs, Log: log})
+	cnv := conversions.New(p.pg, conversions.NewClickHouseClicks(p.ch, s.ch.Database), conversions.Options{ClickIDs: clickIDs})
 	pbs := postbacks.NewService(p.pg, postbacks.Options{})
 	srv.MountAuth(deps.signin, deps.sessions, deps.users, s.auth.session.InsecureCookies)
 	srv.MountAPIKeys(deps.users)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/keyring"
 	"github.com/partnerstream/partnerstream/internal/magiccode"
 	"github.com/partnerstream/partnerstream/internal/mailer"
 	"github.com/partnerstream/partnerstream/internal/oidclogin"
@@ -25,22 +26,34 @@ type authSettings struct {
 }
 
 func (a *authSettings) groups() []config.Group {
-	return []config.Group{sessionKeysChecked{&a.session}, &a.smtp, &a.oauth}
+	return []config.Group{sessionKeysChecked(&a.session), &a.smtp, &a.oauth}
 }
 
-// sessionKeysChecked parses the keys while settings are read, so a bad key stops start-up
-// before any store is opened.
-type sessionKeysChecked struct{ *config.Session }
+func sessionKeysChecked(s *config.Session) config.Group {
+	return keysChecked{s, "session-keys", &s.Keys, func(spec string) error {
+		_, err := session.ParseKeys(spec)
+		return err
+	}}
+}
 
-func (s sessionKeysChecked) Validate() error {
-	if err := s.Session.Validate(); err != nil {
+// keysChecked parses a key ring setting while settings are read, so a bad key stops start-up
+// before any store is opened. An empty ring is the group's own Validate's business.
+type keysChecked struct {
+	config.Group
+	flag  string
+	spec  *string
+	parse func(string) error
+}
+
+func (k keysChecked) Validate() error {
+	if err := k.Group.Validate(); err != nil {
 		return err
 	}
-	if s.Keys == "" {
+	if *k.spec == "" {
 		return nil
 	}
-	if _, err := session.ParseKeys(s.Keys); err != nil {
-		return config.Invalid("session-keys", err)
+	if err := k.parse(*k.spec); err != nil {
+		return config.Invalid(k.flag, err)
 	}
 	return nil
 }
@@ -119,19 +132,19 @@ func newAuth(ctx context.Context, p *platform, a *authSettings, baseURL string, 
 	return deps, nil
 }
 
-// devSessionKeys returns the session keys kept in the dev state directory, made on first use,
-// so browser sessions and demo tokens survive a restart of `partnerstream dev`.
-func devSessionKeys(dir string) (string, error) {
-	path := filepath.Join(dir, "session-keys")
+// devKeys returns the key ring kept in file name of the dev state directory, made on first
+// use, so browser sessions, demo tokens and click ids survive a restart of `partnerstream dev`.
+func devKeys(dir, name string) (string, error) {
+	path := filepath.Join(dir, name)
 	if b, err := os.ReadFile(path); err == nil {
 		return strings.TrimSpace(string(b)), nil
 	}
-	spec := session.GenerateKeySpec()
+	spec := keyring.GenerateSpec()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("dev session keys: %w", err)
+		return "", fmt.Errorf("dev %s: %w", name, err)
 	}
 	if err := os.WriteFile(path, []byte(spec+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("dev session keys: %w", err)
+		return "", fmt.Errorf("dev %s: %w", name, err)
 	}
 	return spec, nil
 }

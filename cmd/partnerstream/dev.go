@@ -86,7 +86,12 @@ func newDevCmd() *cobra.Command {
 				return err
 			}
 			if auth.session.Keys == "" {
-				if auth.session.Keys, err = devSessionKeys(filepath.Dir(dev.demoFile)); err != nil {
+				if auth.session.Keys, err = devKeys(filepath.Dir(dev.demoFile), "session-keys"); err != nil {
+					return err
+				}
+			}
+			if s.tracking.ClickIDKeys == "" {
+				if s.tracking.ClickIDKeys, err = devKeys(filepath.Dir(dev.demoFile), "click-id-keys"); err != nil {
 					return err
 				}
 			}

@@ -35,7 +35,7 @@ func newSeedCmd() *cobra.Command {
 		file     demoFile
 	)
 	return componentCmd("seed", "Create the demo advertiser, affiliate, program and link in a migrated database, and write their credentials to a file",
-		[]config.Group{&common, &postgres, &api, &file, sessionKeysChecked{&auth.session}},
+		[]config.Group{&common, &postgres, &api, &file, sessionKeysChecked(&auth.session)},
 		func(ctx context.Context) error {
 			p, err := newPlatform(&common, "seed")
 			if err != nil {

@@ -339,6 +339,9 @@ type Tracking struct {
 	SpoolDir      string
 	SpoolMaxBytes int64
 	AckTimeout    time.Duration
+	// ClickIDKeys sign click ids (kid:base64 ring); empty: plain ids, attributed through
+	// ClickHouse only.
+	ClickIDKeys string
 }
 
 func (t *Tracking) Register(fs *pflag.FlagSet) {
@@ -350,6 +353,7 @@ func (t *Tracking) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.SpoolDir, "click-spool-dir", def, "directory of the click spool (clicks kept while Kafka is slow or down); one api process per directory")
 	fs.Int64Var(&t.SpoolMaxBytes, "click-spool-max-bytes", 1<<30, "largest click spool; beyond it clicks are dropped and counted")
 	fs.DurationVar(&t.AckTimeout, "click-ack-timeout", 50*time.Millisecond, "ack mode: how long Kafka has to acknowledge a click before it is spooled")
+	fs.StringVar(&t.ClickIDKeys, "click-id-keys", "", "click-id signing keys kid:base64(>=32 bytes), comma-separated; the first signs, all verify; keep an old key for 365 days after it stopped signing (see docs/tracking.md, section Click ids). Empty: plain click ids, attributed through ClickHouse only")
 }
 
 func (t *Tracking) Validate() error {

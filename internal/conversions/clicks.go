@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/jackc/pgx/v5"
 )
 
 // Click is what attribution needs to know about a click.
@@ -28,6 +29,31 @@ var ErrClickNotFound = errors.New("click not found")
 // the redirect through Kafka and ingest, so a click a few seconds old may not be found yet.
 type ClickFinder interface {
 	FindClick(ctx context.Context, clickID string) (Click, error)
+}
+
+// signedClick is the click a signed id names: its link and time from the id, the rest from
+// the link in Postgres. An id no key verifies, or whose link is gone, is ErrClickNotFound.
+// The promotion is the link's now, and the sub-ids are not in the id (the click's own are
+// in ClickHouse).
+func (s *Service) signedClick(ctx context.Context, clickID string) (Click, error) {
+	c, ok := s.clickIDs.Verify(clickID)
+	if !ok {
+		return Click{}, ErrClickNotFound
+	}
+	k := Click{ID: clickID, OccurredAt: c.At, LinkID: c.LinkID}
+	var promotion *string
+	err := s.db.QueryRow(ctx, `SELECT program_id, affiliate_id, advertiser_id, promotion_id FROM tracking_links WHERE id = $1`, c.LinkID).
+		Scan(&k.ProgramID, &k.AffiliateID, &k.AdvertiserID, &promotion)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Click{}, ErrClickNotFound
+	}
+	if err != nil {
+		return Click{}, fmt.Errorf("read link %s of click %s: %w", c.LinkID, clickID, err)
+	}
+	if promotion != nil {
+		k.PromotionID = *promotion
+	}
+	return k, nil
 }
 
 // ClickHouseClicks finds clicks in the click_index table of ClickHouse migration 0002, which

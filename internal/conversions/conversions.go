@@ -4,10 +4,12 @@
 // the same Postgres transaction (internal/outbox), so an event exists if and only if the
 // change committed.
 //
-// Attribution: a conversion names the click id the advertiser got on its landing page. Clicks
-// are in ClickHouse (redirect -> Kafka -> ingest), found through a ClickFinder. The click gives
-// the link, affiliate and program; the conversion must come from the program's advertiser and
-// occur within the program's attribution window after the click.
+// Attribution: a conversion names the click id the advertiser got on its landing page. A
+// signed id (package clickid) says its link and time itself: the link, read from Postgres,
+// gives the affiliate and program, so such a conversion never waits for the analytics store.
+// A plain id, from before click ids were signed, is looked up in ClickHouse (redirect ->
+// Kafka -> ingest) through a ClickFinder. Either way the conversion must come from the
+// program's advertiser and occur within the program's attribution window after the click.
 package conversions
 
 import (
@@ -24,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/money"
 )
@@ -147,15 +150,18 @@ type Options struct {
 	// FutureSkew is how far in the future occurred_at may be (client clocks).
 	// DefaultFutureSkew when 0.
 	FutureSkew time.Duration
+	// ClickIDs verify signed click ids; the zero Keys verifies none, which leaves plain ids.
+	ClickIDs clickid.Keys
 }
 
 // Service is the conversions, commissions and payouts store.
 type Service struct {
-	db     *pgxpool.Pool
-	clicks ClickFinder
-	now    func() time.Time
-	lag    time.Duration
-	skew   time.Duration
+	db       *pgxpool.Pool
+	clicks   ClickFinder
+	clickIDs clickid.Keys
+	now      func() time.Time
+	lag      time.Duration
+	skew     time.Duration
 }
 
 // New returns the service.
@@ -169,7 +175,7 @@ func New(db *pgxpool.Pool, clicks ClickFinder, o Options) *Service {
 	if o.FutureSkew <= 0 {
 		o.FutureSkew = DefaultFutureSkew
 	}
-	return &Service{db: db, clicks: clicks, now: func() time.Time { return o.Now().UTC() }, lag: o.IngestLag, skew: o.FutureSkew}
+	return &Service{db: db, clicks: clicks, clickIDs: o.ClickIDs, now: func() time.Time { return o.Now().UTC() }, lag: o.IngestLag, skew: o.FutureSkew}
 }
 
 // terms are what the program and the partnership say about a conversion.
@@ -257,7 +263,7 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 // validate checks the input that needs no lookup and fills the defaults.
 func (s *Service) validate(in *NewConversion, now time.Time) error {
 	switch {
-	case !ids.Valid(ids.Click, in.ClickID):
+	case !ids.Valid(ids.Click, in.ClickID) && !clickid.Signed(in.ClickID):
 		return invalid("click_id", "must be the click id (clk_...) passed to the landing page")
 	case in.ExternalID == "" || utf8.RuneCountInString(in.ExternalID) > 255 || !storable(in.ExternalID):
 		return invalid("external_id", "must be 1 to 255 characters of UTF-8 text")
@@ -299,9 +305,17 @@ func (s *Service) validate(in *NewConversion, now time.Time) error {
 
 // attribute finds the click and checks it may be credited by this advertiser. A click of
 // another advertiser is answered exactly as a click that does not exist: saying more would
-// tell one advertiser about another's traffic.
+// tell one advertiser about another's traffic. For a signed id, a forged or altered one is
+// "no click" too, and "not ready" never happens: the id is the click.
 func (s *Service) attribute(ctx context.Context, advertiserID string, in NewConversion, now time.Time) (Click, error) {
-	click, err := s.clicks.FindClick(ctx, in.ClickID)
+	signed := clickid.Signed(in.ClickID)
+	var click Click
+	var err error
+	if signed {
+		click, err = s.signedClick(ctx, in.ClickID)
+	} else {
+		click, err = s.clicks.FindClick(ctx, in.ClickID)
+	}
 	switch {
 	case err != nil && !errors.Is(err, ErrClickNotFound):
 		return Click{}, fmt.Errorf("%w: %w", ErrAttributionUnavailable, err)
@@ -314,7 +328,7 @@ func (s *Service) attribute(ctx context.Context, advertiserID string, in NewConv
 	}
 	// No click, or another advertiser's. Whether it may still be on its way is decided from
 	// the id alone, which the caller holds already, so the two answers cannot differ.
-	if made, ok := ids.Time(in.ClickID); ok && now.Sub(made) < s.lag && made.Sub(now) < s.skew {
+	if made, ok := ids.Time(in.ClickID); !signed && ok && now.Sub(made) < s.lag && made.Sub(now) < s.skew {
 		return Click{}, ErrClickNotReady
 	}
 	return Click{}, fmt.Errorf("%w: no click %s", ErrUnknownClick, in.ClickID)
@@ -347,9 +361,10 @@ func (s *Service) terms(ctx context.Context, advertiserID string, click Click) (
 
 // build checks the conversion against the click and the terms and computes its commission.
 func (s *Service) build(in NewConversion, click Click, t terms, now time.Time) (Conversion, error) {
-	// ClickHouse keeps the click time truncated to the second, so a conversion in the
-	// click's own second is never taken for one before it.
-	if in.OccurredAt.Before(click.OccurredAt) {
+	// ClickHouse keeps the click time truncated to the second, and an advertiser may send
+	// occurred_at in whole seconds: a conversion in the click's own second is never taken
+	// for one before it, whichever store the click time came from.
+	if in.OccurredAt.Before(click.OccurredAt.Truncate(time.Second)) {
 		return Conversion{}, fmt.Errorf("%w: the conversion occurred before the click (%s)", ErrClickExpired, click.OccurredAt.Format(time.RFC3339))
 	}
 	if in.OccurredAt.Sub(click.OccurredAt) > time.Duration(t.windowDays)*24*time.Hour {

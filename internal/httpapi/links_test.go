@@ -15,6 +15,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
@@ -42,6 +43,7 @@ type trackingFixture struct {
 	program     string
 	partnership string
 	affSession  map[string]string
+	clickIDs    clickid.Keys // sign the redirect's click ids
 }
 
 func newTrackingFixture(t *testing.T, mode tracking.Mode) *trackingFixture {
@@ -70,7 +72,10 @@ func newTrackingFixture(t *testing.T, mode tracking.Mode) *trackingFixture {
 	trackingtest.RunRecorder(t, f.recorder)
 	resolver := tracking.NewResolver(f.links, tracking.ResolverOptions{})
 	pgtest.Listen(t, f.db, pgstore.Subscription{Channel: links.ChangedChannel, Notify: resolver.Invalidate, Reset: resolver.Reset})
-	f.srv.MountTracking(f.links, tracking.NewService(resolver, f.recorder, tracking.ServiceOptions{}), httpapi.TrackingOptions{SecureCookies: true})
+	if f.clickIDs, err = clickid.ParseKeys(clickid.GenerateKeySpec()); err != nil {
+		t.Fatal(err)
+	}
+	f.srv.MountTracking(f.links, tracking.NewService(resolver, f.recorder, tracking.ServiceOptions{ClickIDs: f.clickIDs}), httpapi.TrackingOptions{SecureCookies: true})
 	return f
 }
 

@@ -30,7 +30,10 @@ const (
 	Webhook     = "wh"
 )
 
-const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+// Alphabet is lowercase Crockford base32 (no i, l, o, u), the alphabet of every id.
+const Alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+
+const alphabet = Alphabet
 
 // encodedLen is the length of 128 bits in base32 (26 * 5 = 130 bits, the top 2 are zero).
 const encodedLen = 26
@@ -44,6 +47,37 @@ func init() { uuid.EnableRandPool() }
 func New(prefix string) string {
 	u := uuid.Must(uuid.NewV7())
 	return prefix + "_" + encode(u)
+}
+
+// FromBytes writes the 128 bits of an id (what Bytes returns) with the prefix.
+func FromBytes(prefix string, b [16]byte) string { return prefix + "_" + encode(b) }
+
+// Bytes returns the 128 bits of an id with the prefix, for codecs that carry an id in less
+// room than its text (the signed click id carries its link's).
+func Bytes(prefix, s string) ([16]byte, bool) {
+	var out [16]byte
+	rest, ok := strings.CutPrefix(s, prefix+"_")
+	if !ok || len(rest) != encodedLen {
+		return out, false
+	}
+	var acc uint64
+	var bits uint
+	b := 15
+	for i := encodedLen - 1; i >= 0; i-- {
+		n := strings.IndexByte(alphabet, rest[i])
+		if n < 0 || i == 0 && n > 3 { // the first character holds 2 bits above the 128: zero
+			return [16]byte{}, false
+		}
+		acc |= uint64(n) << bits
+		bits += 5
+		for bits >= 8 {
+			out[b] = byte(acc)
+			b--
+			acc >>= 8
+			bits -= 8
+		}
+	}
+	return out, true
 }
 
 func encode(u uuid.UUID) string {

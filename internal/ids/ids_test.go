@@ -88,3 +88,18 @@ func TestTimeRefusesWhatIsNotAnID(t *testing.T) {
 		}
 	}
 }
+
+func TestBytesRoundTrips(t *testing.T) {
+	for range 100 {
+		id := New(Link)
+		b, ok := Bytes(Link, id)
+		if !ok || FromBytes(Link, b) != id {
+			t.Fatalf("Bytes(%q) = %x, %v; back: %q", id, b, ok, FromBytes(Link, b))
+		}
+	}
+	for _, bad := range []string{"", "lnk_", "prg_06f2d1x0k8m9q0000000000", "lnk_46f2d1x0k8m9q0000000000a", "lnk_06f2d1x0k8m9q000000000u0", "lnk_06f2d1x0k8m9q00000000000"} {
+		if _, ok := Bytes(Link, bad); ok {
+			t.Errorf("Bytes(%q) accepted", bad)
+		}
+	}
+}

@@ -2,22 +2,16 @@ package session
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/partnerstream/partnerstream/internal/keyring"
 )
 
-// MinKeyBytes is the shortest signing key accepted: HS256 needs at least the hash size
-// (RFC 7518 section 3.2).
-const MinKeyBytes = 32
-
-// maxKidLen keeps key ids short: they travel in every token header.
-const maxKidLen = 64
+// MinKeyBytes is the shortest signing key accepted.
+const MinKeyBytes = keyring.MinKeyBytes
 
 // csrfLabel derives the CSRF key from a signing key, so a CSRF token is never an HMAC made with
 // the very key that signs tokens (domain separation).
@@ -39,61 +33,19 @@ type key struct {
 // ParseKeys reads a spec "kid1:<base64>,kid2:<base64>": key ids with standard base64 (padded)
 // of at least MinKeyBytes random bytes each. The first key signs.
 func ParseKeys(spec string) (Keys, error) {
-	var ks Keys
-	seen := map[string]bool{}
-	for i, entry := range strings.Split(spec, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		id, encoded, ok := strings.Cut(entry, ":")
-		if !ok {
-			return Keys{}, fmt.Errorf("session keys: entry %d: want kid:<base64 key>", i+1)
-		}
-		if err := checkKid(id); err != nil {
-			return Keys{}, fmt.Errorf("session keys: entry %d: %w", i+1, err)
-		}
-		if seen[id] {
-			return Keys{}, fmt.Errorf("session keys: key id %q appears twice", id)
-		}
-		seen[id] = true
-		secret, err := base64.StdEncoding.DecodeString(encoded)
-		if err != nil {
-			// The decoder's error quotes no key material, only an offset.
-			return Keys{}, fmt.Errorf("session keys: key %q is not standard base64: %w", id, err)
-		}
-		if len(secret) < MinKeyBytes {
-			return Keys{}, fmt.Errorf("session keys: key %q has %d bytes, want at least %d", id, len(secret), MinKeyBytes)
-		}
-		ks.keys = append(ks.keys, key{id: id, secret: secret, csrf: mac(secret, csrfLabel)})
+	ring, err := keyring.Parse("session keys", spec)
+	if err != nil {
+		return Keys{}, err
 	}
-	if len(ks.keys) == 0 {
-		return Keys{}, errors.New("session keys: none given; generate one with `openssl rand -base64 32` and pass kid:<key>")
+	var ks Keys
+	for _, k := range ring {
+		ks.keys = append(ks.keys, key{id: k.ID, secret: k.Secret, csrf: mac(k.Secret, csrfLabel)})
 	}
 	return ks, nil
 }
 
-func checkKid(id string) error {
-	if id == "" || len(id) > maxKidLen {
-		return fmt.Errorf("key id %q: want 1 to %d characters", id, maxKidLen)
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return fmt.Errorf("key id %q: want letters, digits, '-', '_' or '.'", id)
-		}
-	}
-	return nil
-}
-
 // GenerateKeySpec returns a spec with one fresh random key, for development and tests.
-func GenerateKeySpec() string {
-	id := make([]byte, 4)
-	secret := make([]byte, MinKeyBytes)
-	// crypto/rand.Read never fails on supported platforms (it panics instead).
-	_, _ = rand.Read(id)
-	_, _ = rand.Read(secret)
-	return "k" + hex.EncodeToString(id) + ":" + base64.StdEncoding.EncodeToString(secret)
-}
+func GenerateKeySpec() string { return keyring.GenerateSpec() }
 
 // IDs returns the key ids, the signing key first.
 func (ks Keys) IDs() []string {

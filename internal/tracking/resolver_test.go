@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/links"
 	"github.com/partnerstream/partnerstream/internal/links/linkstest"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
@@ -323,19 +325,51 @@ func TestClickCarriesTheLinkAndRequestAndRedirectsWithTheClickID(t *testing.T) {
 	}
 }
 
+func TestClickIDIsSignedWithTheFirstKeyAndCarriesLinkAndTime(t *testing.T) {
+	const code = "AAAAAAAAAAAA"
+	tg := target(code, "prg_1")
+	tg.LinkID = ids.New(ids.Link)
+	src := &fakeLinks{targets: map[string]links.Target{code: tg}}
+	c := newClock()
+	keys, err := clickid.ParseKeys(clickid.GenerateKeySpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := tracking.NewService(tracking.NewResolver(src, tracking.ResolverOptions{Now: c.Now}), &recorded{}, tracking.ServiceOptions{Now: c.Now, ClickIDs: keys})
+	rd, err := svc.Click(context.Background(), tracking.Visit{Code: code, IP: "203.0.113.9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := keys.Verify(rd.Click.ClickID)
+	if !ok || got.LinkID != tg.LinkID || !got.At.Equal(c.Now()) || !strings.HasSuffix(rd.Location, "ps_click_id="+rd.Click.ClickID) {
+		t.Fatalf("click id %s (location %s) verifies to %+v, %v; want link %s at %s", rd.Click.ClickID, rd.Location, got, ok, tg.LinkID, c.Now())
+	}
+}
+
 // BenchmarkServiceClick is the redirect's own work for a cached link, without HTTP and with
-// a recorder that keeps nothing: lookup, bot and duplicate checks, ids, location.
+// a recorder that keeps nothing: lookup, bot and duplicate checks, ids, location; with plain
+// and with signed click ids, to compare in one run.
 func BenchmarkServiceClick(b *testing.B) {
 	const code = "AAAAAAAAAAAA"
-	src := &fakeLinks{targets: map[string]links.Target{code: target(code, "prg_1")}}
-	svc := tracking.NewService(tracking.NewResolver(src, tracking.ResolverOptions{}), discard{}, tracking.ServiceOptions{})
+	tg := target(code, "prg_1")
+	tg.LinkID = ids.New(ids.Link)
+	src := &fakeLinks{targets: map[string]links.Target{code: tg}}
+	keys, err := clickid.ParseKeys(clickid.GenerateKeySpec())
+	if err != nil {
+		b.Fatal(err)
+	}
 	v := tracking.Visit{Code: code, IP: "203.0.113.9", UserAgent: "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36",
 		Referrer: "https://blog.example.com/post", Subs: [5]string{"", "wrk"}}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := svc.Click(context.Background(), v); err != nil {
-			b.Fatal(err)
-		}
+	for name, o := range map[string]tracking.ServiceOptions{"plain": {}, "signed": {ClickIDs: keys}} {
+		b.Run(name, func(b *testing.B) {
+			svc := tracking.NewService(tracking.NewResolver(src, tracking.ResolverOptions{}), discard{}, o)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := svc.Click(context.Background(), v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/ids"
@@ -60,8 +61,12 @@ type ServiceOptions struct {
 	// DuplicateMaxEntries bounds the duplicate detector's memory (default 1 000 000
 	// visitor-link pairs, about 40 MB).
 	DuplicateMaxEntries int
-	Now                 func() time.Time
-	Log                 *slog.Logger
+	// ClickIDs sign the click ids (package clickid), so a conversion can be attributed from
+	// its id without waiting for the click to reach ClickHouse. Without a key, click ids are
+	// plain ones, which only the ClickHouse lookup attributes.
+	ClickIDs clickid.Keys
+	Now      func() time.Time
+	Log      *slog.Logger
 }
 
 // Service turns visits into recorded clicks and redirects.
@@ -69,6 +74,7 @@ type Service struct {
 	links    *Resolver
 	recorder ClickRecorder
 	dedup    *Dedup
+	clickIDs clickid.Keys
 	now      func() time.Time
 	log      *slog.Logger
 }
@@ -88,7 +94,7 @@ func NewService(resolver *Resolver, recorder ClickRecorder, o ServiceOptions) *S
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{links: resolver, recorder: recorder, dedup: NewDedup(o.DuplicateWindow, o.DuplicateMaxEntries),
-		now: o.Now, log: o.Log}
+		clickIDs: o.ClickIDs, now: o.Now, log: o.Log}
 }
 
 // Click records a visit's click and returns where to send the visitor. It fails only with
@@ -102,7 +108,7 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 	}
 	now := s.now().UTC()
 	c := events.Click{
-		ClickID: ids.New(ids.Click), OccurredAt: now,
+		ClickID: s.clickID(dest.LinkID, now), OccurredAt: now,
 		LinkID: dest.LinkID, ProgramID: dest.ProgramID, AffiliateID: dest.AffiliateID, AdvertiserID: dest.AdvertiserID,
 		PromotionID: dest.PromotionID,
 		IP:          v.IP, UserAgent: cut(v.UserAgent, MaxUserAgentLen), Referrer: cut(v.Referrer, MaxReferrerLen),
@@ -142,6 +148,20 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 	}
 	r.Click = c
 	return r, nil
+}
+
+// clickID mints a signed click id when there is a key, a plain one otherwise. A link id the
+// codec cannot carry would be a bug elsewhere; the click still gets a (plain) id and counts.
+func (s *Service) clickID(linkID string, now time.Time) string {
+	if !s.clickIDs.CanMint() {
+		return ids.New(ids.Click)
+	}
+	id, err := s.clickIDs.Mint(linkID, now)
+	if err != nil {
+		s.log.Error("click id not signed; using a plain one", "link_id", linkID, "err", err)
+		return ids.New(ids.Click)
+	}
+	return id
 }
 
 // Landing returns where a code sends visitors, without recording a click: the answer to a

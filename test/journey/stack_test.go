@@ -92,6 +92,7 @@ func newStack(t testing.TB) *stack {
 		"--http-addr", httpAddr, "--base-url", s.baseURL,
 		"--click-spool-dir", filepath.Join(t.TempDir(), "spool"),
 		"--session-keys", "k1:" + randomKey(t),
+		"--click-id-keys", "c1:" + randomKey(t),
 		"--smtp-host", "127.0.0.1", "--smtp-port", smtpPort, "--smtp-tls", "none",
 		// The load of the fault runs and the soak comes from one credential.
 		"--rate-limit-requests", "0",
