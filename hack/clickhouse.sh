@@ -60,14 +60,7 @@ XML
   echo "PARTNERSTREAM_CLICKHOUSE_ADDR=$LISTEN:$port"
 }
 
-stop() {
-  if pid_alive "$PID"; then
-    kill "$(cat "$PID")"
-    for _ in $(seq 1 100); do pid_alive "$PID" || break; sleep 0.1; done
-    pid_alive "$PID" && kill -9 "$(cat "$PID")" || true
-  fi
-  rm -f "$PID"
-}
+stop() { stop_pidfile "$PID"; }
 
 case "${1:-}" in
   start) start ;;

@@ -159,11 +159,7 @@ MSG
 
 down() {
   step "stopping the cluster's host services"
-  if pid_alive "$HOST/kafka.pid"; then
-    kill "$(cat "$HOST/kafka.pid")" || true
-    for _ in $(seq 1 50); do pid_alive "$HOST/kafka.pid" || break; sleep 0.1; done
-    pid_alive "$HOST/kafka.pid" && kill -9 "$(cat "$HOST/kafka.pid")" || true
-  fi
+  stop_pidfile "$HOST/kafka.pid"
   if [ -d "$HOST" ]; then
     PARTNERSTREAM_LOCAL_DIR=$HOST bash hack/clickhouse.sh stop
     PARTNERSTREAM_LOCAL_DIR=$HOST POSTGRES_LISTEN=$NODE_IP bash hack/postgres.sh stop || true

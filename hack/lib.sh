@@ -31,6 +31,16 @@ wait_for() {
 
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+# stop_pidfile FILE: SIGTERM to the process FILE names, SIGKILL after 10 s, then FILE goes.
+stop_pidfile() {
+  if pid_alive "$1"; then
+    kill "$(cat "$1")" || true
+    for _ in $(seq 1 100); do pid_alive "$1" || break; sleep 0.1; done
+    pid_alive "$1" && kill -9 "$(cat "$1")" || true
+  fi
+  rm -f "$1"
+}
+
 # bench_postgres: for benchmarks that need only Postgres (ClickHouse and a control plane idling
 # on the same cores would only add noise). Installs the packages, starts Postgres, exports an
 # admin URL (each benchmark creates and drops a scratch database) and stops Postgres on exit
