@@ -3,17 +3,15 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/procstat"
 )
 
 // Sizes of `make bench-conversions`: conversions per side and round, rounds, and clients.
@@ -57,12 +55,12 @@ func BenchmarkRegisterConversion(b *testing.B) {
 	for round := range b.N * benchRounds {
 		for _, side := range sides {
 			clicks := side.click(benchConversions)
-			self0, pg0, ch0 := selfCPU(), postgresCPU(), clickHouseCPU()
+			self0, pg0, ch0 := procstat.Self(), postgresCPU(), clickHouseCPU()
 			began := time.Now()
 			f.registerAll(b, base, clicks)
 			elapsed := time.Since(began)
 			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(len(clicks)) }
-			self, pg, ch := per(selfCPU()-self0), per(postgresCPU()-pg0), per(clickHouseCPU()-ch0)
+			self, pg, ch := per(procstat.Self()-self0), per(postgresCPU()-pg0), per(clickHouseCPU()-ch0)
 			rates[side.name] = append(rates[side.name], float64(len(clicks))/elapsed.Seconds())
 			cpu[side.name] = append(cpu[side.name], self+pg+ch)
 			b.Logf("round %d, %s click ids: %.0f conversions/s; CPU µs per conversion %.0f (clients and api %.0f, Postgres %.0f, ClickHouse %.0f)",
@@ -125,81 +123,22 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // The stores hack/test.sh started under the worktree's .local; their CPU reads zero when the
 // tests use stores elsewhere.
 var local = filepath.Join("..", "..", ".local")
 
 func clickHouseCPU() time.Duration {
-	pid, ok := pidFile(filepath.Join(local, "clickhouse", "server.pid"))
-	if !ok {
-		return 0
+	if pid, ok := procstat.PIDFile(filepath.Join(local, "clickhouse", "server.pid")); ok {
+		return procstat.CPU(pid)
 	}
-	return processCPU(pid)
+	return 0
 }
 
-// postgresCPU sums the postmaster and its children (the backends, which live as long as the
-// pool's connections).
+// postgresCPU sums the postmaster and its backends (which live as long as the pool's
+// connections).
 func postgresCPU() time.Duration {
-	pid, ok := pidFile(filepath.Join(local, "postgres", "data", "postmaster.pid"))
-	if !ok {
-		return 0
+	if pid, ok := procstat.PIDFile(filepath.Join(local, "postgres", "data", "postmaster.pid")); ok {
+		return procstat.TreeCPU(pid)
 	}
-	var total time.Duration
-	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range procs {
-		if child, parent, ok := statParent(p); ok && (child == pid || parent == pid) {
-			total += processCPU(child)
-		}
-	}
-	return total
-}
-
-func pidFile(path string) (int, bool) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	line, _, _ := strings.Cut(string(raw), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	return pid, err == nil
-}
-
-// statFields are the fields of /proc/<pid>/stat after the command name, which is in
-// parentheses and may hold spaces.
-func statFields(path string) []string {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	return strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-}
-
-func statParent(path string) (pid, parent int, ok bool) {
-	fields := statFields(path)
-	if len(fields) < 2 {
-		return 0, 0, false
-	}
-	pid, err1 := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(path, "/proc/"), "/stat"))
-	parent, err2 := strconv.Atoi(fields[1])
-	return pid, parent, err1 == nil && err2 == nil
-}
-
-// processCPU reads a process's user and system time from /proc (Linux).
-func processCPU(pid int) time.Duration {
-	fields := statFields(fmt.Sprintf("/proc/%d/stat", pid))
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	const clockTicks = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / clockTicks
+	return 0
 }
