@@ -32,6 +32,7 @@ const (
 	DefaultBatchSize     = 10000
 	DefaultBatchInterval = time.Second
 	DefaultGroupPrefix   = "partnerstream-ingest"
+	DefaultClickWait     = 5 * time.Minute
 )
 
 // Tables that the rows_total metric names.
@@ -50,6 +51,11 @@ type Options struct {
 	// waits in a batch before it is written, so it bounds how fresh statistics are.
 	BatchSize     int
 	BatchInterval time.Duration
+	// ClickWait is how long a new conversion whose signed click is not in ClickHouse yet
+	// holds the events it arrived with, so that it is stored with its click's sub1 (see
+	// Writer.attribute); counted from when its event reached Kafka or ClickHouse last became
+	// reachable, whichever is later.
+	ClickWait time.Duration
 	// GroupPrefix names the consumer groups <prefix>-clicks and <prefix>-events. A second
 	// pipeline (into another ClickHouse) needs a prefix of its own.
 	GroupPrefix string
@@ -90,8 +96,11 @@ func New(o Options) (*Service, error) {
 	if o.BatchInterval == 0 {
 		o.BatchInterval = DefaultBatchInterval
 	}
-	if o.BatchSize < 1 || o.BatchInterval < 0 {
-		return nil, fmt.Errorf("ingest: batch size %d and interval %s must be positive", o.BatchSize, o.BatchInterval)
+	if o.ClickWait == 0 {
+		o.ClickWait = DefaultClickWait
+	}
+	if o.BatchSize < 1 || o.BatchInterval < 0 || o.ClickWait < 0 {
+		return nil, fmt.Errorf("ingest: batch size %d, interval %s and click wait %s must be positive", o.BatchSize, o.BatchInterval, o.ClickWait)
 	}
 	if o.GroupPrefix == "" {
 		o.GroupPrefix = DefaultGroupPrefix
@@ -103,7 +112,7 @@ func New(o Options) (*Service, error) {
 		o.Now = time.Now
 	}
 	w := NewWriter(o.ClickHouse, o.Database)
-	w.now = o.Now
+	w.now, w.reachable, w.clickWait = o.Now, o.Now(), o.ClickWait
 	s := &Service{}
 	s.clicks = newConsumer(s, o, kafka.TopicClicks, o.GroupPrefix+"-clicks", tableClicks, newClickDecoder, w.planClicks)
 	s.consumers = []runner{s.clicks,
@@ -171,7 +180,7 @@ func decodeEvent(m kafkago.Message) (Conversion, bool, error) {
 		return Conversion{}, true, fmt.Errorf("%w: event: %w", ErrInvalid, err)
 	}
 	c, ok, err := ParseConversion(e)
-	c.Partition, c.Offset = int32(m.Partition), m.Offset
+	c.Partition, c.Offset, c.Published = int32(m.Partition), m.Offset, m.Time
 	return c, ok, err
 }
 
@@ -472,6 +481,7 @@ func (c *consumer[T]) store(ctx, wctx context.Context, gen *kafkago.Generation, 
 	rowsTotal.WithLabelValues(c.table).Add(float64(res.Written))
 	skippedTotal.WithLabelValues(c.topic, "duplicate").Add(float64(res.Duplicates))
 	skippedTotal.WithLabelValues(c.topic, "invalid").Add(float64(b.invalid))
+	withoutClick.Add(float64(res.WithoutClick))
 	batchSize.WithLabelValues(c.topic).Observe(float64(b.messages))
 	if hook := c.svc.afterWrite; hook != nil {
 		hook(c.topic, b.messages)
@@ -494,9 +504,14 @@ func (c *consumer[T]) store(ctx, wctx context.Context, gen *kafkago.Generation, 
 // slow one stored.
 const writeTimeout = 30 * time.Second
 
+// clickPendingRetry is how soon a batch held for the clicks of its conversions is planned
+// again: clicks are stored every --ingest-batch-interval (1 s by default).
+const clickPendingRetry = 250 * time.Millisecond
+
 // retrying runs f until it succeeds, with backoff, while the generation (ctx) lasts; each
 // attempt runs under wctx, which outlives the generation by finalWriteTimeout, so the last
-// attempt after the generation ended is bounded.
+// attempt after the generation ended is bounded. A batch held for its clicks is no failure:
+// it is planned again shortly, and a shutdown meanwhile leaves it to Kafka, uncommitted.
 func (c *consumer[T]) retrying(ctx, wctx context.Context, f func(context.Context) (plan, error)) (plan, error) {
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(wctx, writeTimeout)
@@ -505,6 +520,14 @@ func (c *consumer[T]) retrying(ctx, wctx context.Context, f func(context.Context
 		if err == nil {
 			c.setFailure(nil)
 			return p, nil
+		}
+		if errors.Is(err, errClickPending) {
+			c.log.Debug("holding a batch until its conversions' clicks are stored", "err", err)
+			if !run.Sleep(ctx, clickPendingRetry) {
+				return nil, err
+			}
+			attempt = 0
+			continue
 		}
 		flushErrors.WithLabelValues(c.topic).Inc()
 		c.setFailure(fmt.Errorf("clickhouse: write %s: %w", c.topic, err))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/metrics"
@@ -83,7 +85,8 @@ func TestBatchesAreBoundedBySizeAndByTime(t *testing.T) {
 }
 
 // metric reads a series of the platform's registry: a counter's or gauge's value, or a
-// histogram's number of observations.
+// histogram's number of observations. An empty label reads the series of a metric without
+// labels.
 func metric(t *testing.T, name, label, value string) float64 {
 	t.Helper()
 	families, err := metrics.Gatherer.Gather()
@@ -95,19 +98,27 @@ func metric(t *testing.T, name, label, value string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			if label == "" && len(m.GetLabel()) == 0 {
+				return sample(m)
+			}
 			for _, l := range m.GetLabel() {
 				if l.GetName() == label && l.GetValue() == value {
-					switch {
-					case m.GetCounter() != nil:
-						return m.GetCounter().GetValue()
-					case m.GetGauge() != nil:
-						return m.GetGauge().GetValue()
-					case m.GetHistogram() != nil:
-						return float64(m.GetHistogram().GetSampleCount())
-					}
+					return sample(m)
 				}
 			}
 		}
+	}
+	return 0
+}
+
+func sample(m *dto.Metric) float64 {
+	switch {
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	case m.GetHistogram() != nil:
+		return float64(m.GetHistogram().GetSampleCount())
 	}
 	return 0
 }

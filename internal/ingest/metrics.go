@@ -42,10 +42,19 @@ var (
 		Namespace: metrics.Namespace, Name: "ingest_flush_errors_total",
 		Help: "Failed attempts to write a batch to ClickHouse (the batch is retried), by topic.",
 	}, []string{"topic"})
+	awaitingClick = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: metrics.Namespace, Name: "ingest_conversions_awaiting_click",
+		Help: "New conversions whose batch is held because their (signed) click is not in ClickHouse yet, as of the last attempt.",
+	})
+	withoutClick = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: metrics.Namespace, Name: "ingest_conversions_without_click_total",
+		Help: "New conversions written without the link and sub1 of their click, which was not in ClickHouse (within --ingest-click-wait for a signed click id).",
+	})
 )
 
 func init() {
-	metrics.MustRegister(lagMessages, lagSeconds, rowsTotal, skippedTotal, batchSize, flushDuration, flushErrors)
+	metrics.MustRegister(lagMessages, lagSeconds, rowsTotal, skippedTotal, batchSize, flushDuration, flushErrors,
+		awaitingClick, withoutClick)
 }
 
 // partitionLagTTL drops a partition from the lag gauges when no batch has touched it for this

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/ext"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/money"
 )
@@ -45,6 +47,8 @@ type Conversion struct {
 	ExternalID   string
 	Partition    int32
 	Offset       int64
+	// Published is when the event reached Kafka; zero when it did not come from Kafka.
+	Published time.Time
 }
 
 // ErrInvalid marks an event ingest cannot store (missing ids, malformed amounts). Such an
@@ -138,11 +142,21 @@ type Writer struct {
 	conn driver.Conn
 	db   string
 	now  func() time.Time
+	// clickWait is how long a new conversion with a signed click id that is not stored yet
+	// holds its batch (Options.ClickWait); zero never holds one.
+	clickWait time.Duration
+
+	mu sync.Mutex
+	// reachable is when ClickHouse last began answering this writer: its start, or the end of
+	// an outage. Clicks stored during neither could not be, so the wait counts from it too.
+	reachable time.Time
+	down      bool
 }
 
-// NewWriter returns a writer into database, whose schema chstore.Migrate created.
+// NewWriter returns a writer into database, whose schema chstore.Migrate created. It never
+// holds a conversion for its click.
 func NewWriter(conn driver.Conn, database string) *Writer {
-	return &Writer{conn: conn, db: database, now: time.Now}
+	return &Writer{conn: conn, db: database, now: time.Now, reachable: time.Now()}
 }
 
 // WriteResult counts what a write did.
@@ -152,6 +166,9 @@ type WriteResult struct {
 	// Duplicates were already stored (a redelivery, a producer's retry) or, for conversions,
 	// not newer than the stored version.
 	Duplicates int
+	// WithoutClick counts new conversions written without the link and sub1 of their click,
+	// which was not stored (within the wait, for a signed click id).
+	WithoutClick int
 }
 
 // A plan is one batch's write, decided against what ClickHouse stores and against the plan
@@ -385,7 +402,7 @@ func (w *Writer) planConversions(ctx context.Context, convs []Conversion, prev p
 			}
 		}
 	}
-	if err := w.attribute(ctx, convs, newest, stored); err != nil {
+	if p.res.WithoutClick, err = w.attribute(ctx, convs, newest, stored); err != nil {
 		return nil, err
 	}
 	for _, id := range ids {
@@ -438,10 +455,22 @@ func (w *Writer) storedConversions(ctx context.Context, ids []string) (map[strin
 	return stored, nil
 }
 
+// errClickPending holds a batch of conversions whose clicks may still be on their way to
+// ClickHouse; ingest plans the batch again a moment later (consumer.retrying).
+var errClickPending = errors.New("conversions wait for their clicks")
+
 // attribute gives each conversion to be written the link and sub1 of its click: from its
 // stored state when it has one (a conversion keeps its attribution), else from the click
-// index. A click not found (not ingested, or none) leaves them as the event says.
-func (w *Writer) attribute(ctx context.Context, convs []Conversion, newest map[string]int, stored map[string]storedConversion) error {
+// index. A click not found leaves them as the event says, and counts in withoutClick.
+//
+// Except while it may still come: a signed click id converts milliseconds after the
+// redirect, before ingest stored the click, and a conversion keeps the attribution it was
+// first written with. So a new conversion whose signed click is not stored holds the whole
+// batch (errClickPending, nothing written) until the clicks consumer stored the click, or
+// until clickWait has passed since the event reached Kafka and since ClickHouse last became
+// reachable (an outage, a restart), whichever is later.
+func (w *Writer) attribute(ctx context.Context, convs []Conversion, newest map[string]int, stored map[string]storedConversion) (withoutClick int, err error) {
+	var want []int // indexes in convs of the conversions that need their click
 	var clickIDs []string
 	for id, i := range newest {
 		c := &convs[i]
@@ -450,15 +479,17 @@ func (w *Writer) attribute(ctx context.Context, convs []Conversion, newest map[s
 			continue
 		}
 		if c.ClickID != "" && (c.Sub1 == "" || c.LinkID == "") {
+			want = append(want, i)
 			clickIDs = append(clickIDs, c.ClickID)
 		}
 	}
 	if len(clickIDs) == 0 {
-		return nil
+		awaitingClick.Set(0)
+		return 0, nil
 	}
 	type click struct{ link, sub1 string }
 	clicks := make(map[string]click, len(clickIDs))
-	err := w.lookup(ctx, "SELECT click_id, link_id, sub1 FROM "+w.db+".click_index WHERE click_id IN _ids", clickIDs, func(rows driver.Rows) error {
+	err = w.lookup(ctx, "SELECT click_id, link_id, sub1 FROM "+w.db+".click_index WHERE click_id IN _ids", clickIDs, func(rows driver.Rows) error {
 		var id string
 		var c click
 		if err := rows.Scan(&id, &c.link, &c.sub1); err != nil {
@@ -468,15 +499,53 @@ func (w *Writer) attribute(ctx context.Context, convs []Conversion, newest map[s
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("ingest: look up the clicks of conversions: %w", err)
+		return 0, fmt.Errorf("ingest: look up the clicks of conversions: %w", err)
 	}
-	for id, i := range newest {
+	now, reachable := w.now(), w.reachableSince()
+	pending := 0
+	for _, i := range want {
 		c := &convs[i]
-		if k, ok := clicks[c.ClickID]; ok && !stored[id].found {
+		k, ok := clicks[c.ClickID]
+		switch {
+		case ok:
 			c.LinkID, c.Sub1 = first(c.LinkID, k.link), first(c.Sub1, k.sub1)
+		case w.clickWait > 0 && clickid.Signed(c.ClickID) && now.Before(later(c.Published, reachable).Add(w.clickWait)):
+			pending++
+		default:
+			withoutClick++
 		}
 	}
-	return nil
+	awaitingClick.Set(float64(pending))
+	if pending > 0 {
+		return 0, fmt.Errorf("%w: %d of the batch's conversions", errClickPending, pending)
+	}
+	return withoutClick, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// reachableSince is when ClickHouse last began answering.
+func (w *Writer) reachableSince() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reachable
+}
+
+// answered records whether ClickHouse answered a query, to date the end of an outage.
+func (w *Writer) answered(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err != nil:
+		w.down = true
+	case w.down:
+		w.down, w.reachable = false, w.now()
+	}
 }
 
 // lookup runs query with ids as the external table _ids (one String column, click_id or
@@ -496,6 +565,7 @@ func (w *Writer) lookup(ctx context.Context, query string, ids []string, scan fu
 		}
 	}
 	rows, err := w.conn.Query(clickhouse.Context(ctx, clickhouse.WithExternalTable(tbl)), query)
+	w.answered(err)
 	if err != nil {
 		return err
 	}

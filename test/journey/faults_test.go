@@ -35,6 +35,14 @@ type load struct {
 	convs    map[string]string // external id -> conversion id
 	approved map[string]bool   // conversion ids approved
 	retries  int               // conversion requests that failed and were sent again
+	// registered tells when each conversion (by id) was answered and whether the first
+	// request was.
+	registered map[string]registration
+}
+
+type registration struct {
+	at       time.Time
+	firstTry bool
 }
 
 // startLoad sends clicks from 20 visitors (4 at a time, each at most one click per interval)
@@ -42,7 +50,8 @@ type load struct {
 func (w *world) startLoad(t testing.TB, interval time.Duration) *load {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &load{w: w, clicks: newClickLog(), cancel: cancel, convs: map[string]string{}, approved: map[string]bool{}}
+	l := &load{w: w, clicks: newClickLog(), cancel: cancel, convs: map[string]string{}, approved: map[string]bool{},
+		registered: map[string]registration{}}
 	l.wg.Add(2)
 	go func() { defer l.wg.Done(); w.drive(ctx, visitors(20), 4, 0, interval, l.clicks) }()
 	go func() { defer l.wg.Done(); l.convert(ctx) }()
@@ -66,7 +75,9 @@ func (l *load) convert(ctx context.Context) {
 		}
 		ext := fmt.Sprintf("load-%d", n)
 		var c conversion
+		tries := 0
 		if !l.retry(func() (int, []byte, error) {
+			tries++
 			return l.w.s.try(apiCall{method: "POST", path: "/api/v1/conversions", as: l.w.adv, auth: "key",
 				body: map[string]string{"click_id": click, "external_id": ext, "amount": "20.00"}})
 		}, &c, http.StatusCreated, http.StatusOK) {
@@ -74,6 +85,7 @@ func (l *load) convert(ctx context.Context) {
 		}
 		l.mu.Lock()
 		l.convs[ext] = c.ID
+		l.registered[c.ID] = registration{at: time.Now(), firstTry: tries == 1}
 		l.mu.Unlock()
 		if n%2 == 0 {
 			// A 409 means an earlier attempt approved it and its answer was lost.
@@ -156,6 +168,27 @@ func (l *load) verify(t *testing.T, name string) {
 	if f.Conversions.Total != convs || f.Conversions.Approved != approved {
 		t.Errorf("journey: stats count %d conversions (%d approved), %d were made (%d approved)", f.Conversions.Total, f.Conversions.Approved, convs, approved)
 	}
+	// Every click came through the link with sub1 "journey", so every conversion counts
+	// there, also one registered before ingest stored its click.
+	if bySub1 := w.conversionsBySub1(t, w.adv); len(bySub1) != 1 || bySub1["journey"] != convs {
+		t.Errorf("journey: conversions by sub1 %v, want all %d under \"journey\"", bySub1, convs)
+	}
+}
+
+// registeredBetween returns the conversions answered between from and to, and how many of
+// them needed more than one request.
+func (l *load) registeredBetween(from, to time.Time) (ids []string, retried int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, r := range l.registered {
+		if r.at.After(from) && r.at.Before(to) {
+			ids = append(ids, id)
+			if !r.firstTry {
+				retried++
+			}
+		}
+	}
+	return ids, retried
 }
 
 // verifyDeliveries checks the webhooks and postbacks of the run.
@@ -197,17 +230,34 @@ func TestFaultKafkaBrokerKilled(t *testing.T) {
 	l.verifyDeliveries(t, t.Name(), 2*time.Minute)
 }
 
-// ClickHouse is unreachable for 30 s (every connection cut, new ones refused): ingest retries
-// its batch, conversions wait (their clicks cannot be looked up), the stats API fails, and
-// everything catches up afterwards.
+// ClickHouse is unreachable for 30 s (every connection cut, new ones refused) while clicks
+// and conversions flow: ingest retries its batches and the stats API fails, but the signed
+// click ids convert at once (201, first request), from Postgres alone. Every conversion
+// answered during the cut is registered and delivered, and once ClickHouse is back it is
+// counted exactly once, under its click's sub1 (faultRun's verify).
 func TestFaultClickHouseStopped(t *testing.T) {
 	longFaults(t)
 	t.Parallel() // mostly waiting: it overlaps with the other long run
+	var down, up time.Time
 	l := faultRun(t, func(s *stack) {
 		s.chProxy.setDown(true)
+		down = time.Now()
 		time.Sleep(30 * time.Second)
+		up = time.Now()
 		s.chProxy.setDown(false)
 	})
+	during, retried := l.registeredBetween(down, up)
+	t.Logf("%s: %d conversions answered while ClickHouse was cut, %d of them after a retry", t.Name(), len(during), retried)
+	if len(during) < 20 || retried != 0 {
+		t.Errorf("journey: %d conversions answered while ClickHouse was cut, %d after a retry; want them all at once", len(during), retried)
+	}
+	for _, id := range during {
+		var c conversion
+		l.w.s.call(apiCall{method: "GET", path: "/api/v1/conversions/" + id, as: l.w.adv, auth: "key"}, &c, http.StatusOK)
+		if c.ID != id {
+			t.Errorf("journey: conversion %s answered during the cut reads back as %q", id, c.ID)
+		}
+	}
 	l.verifyDeliveries(t, t.Name(), 2*time.Minute)
 }
 

@@ -288,6 +288,26 @@ func (w *world) stats(t testing.TB, as *company) figures {
 	return r.Totals
 }
 
+// conversionsBySub1 reads the company's conversions of the program by sub1 (rows without
+// conversions left out).
+func (w *world) conversionsBySub1(t testing.TB, as *company) map[string]int {
+	t.Helper()
+	var r struct {
+		Data []struct {
+			Sub1 string `json:"sub1"`
+			figures
+		} `json:"data"`
+	}
+	w.s.call(apiCall{method: "GET", path: "/api/v1/stats?group_by=sub1&program_id=" + w.programID, as: as, auth: "key"}, &r, http.StatusOK)
+	out := map[string]int{}
+	for _, row := range r.Data {
+		if row.Conversions.Total != 0 {
+			out[row.Sub1] += row.Conversions.Total
+		}
+	}
+	return out
+}
+
 // awaitStats polls until the figures match (they are fresh within seconds), bounded.
 func (w *world) awaitStats(t testing.TB, as *company, want figures, within time.Duration) figures {
 	t.Helper()

@@ -1,0 +1,73 @@
+// Package procstat reads the CPU time processes used, from /proc (Linux), for benchmarks that
+// report CPU per event of the whole path, the stores' server processes included.
+package procstat
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Self is the user and system CPU time of this process.
+func Self() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// CPU is the user and system CPU time of process pid, zero when it cannot be read.
+func CPU(pid int) time.Duration {
+	fields := stat(pid)
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	const clockTicks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// TreeCPU is the CPU time of process pid and of its children alive now (Postgres' backends).
+func TreeCPU(pid int) time.Duration {
+	total := CPU(pid)
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		child, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || child == pid {
+			continue
+		}
+		if fields := stat(child); len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			total += CPU(child)
+		}
+	}
+	return total
+}
+
+// PIDFile reads the process id on the first line of a pid file (Postgres' postmaster.pid has
+// more lines after it).
+func PIDFile(path string) (int, bool) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	return pid, err == nil
+}
+
+// stat returns the fields of /proc/<pid>/stat after the command name, which is in
+// parentheses and may hold spaces: state, parent pid, ...
+func stat(pid int) []string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(raw)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+}
