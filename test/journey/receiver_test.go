@@ -41,6 +41,10 @@ type receipt struct {
 			Type   string `json:"type"`
 			Amount string `json:"amount"`
 			Status string `json:"status"`
+			// What attributed a conversion (issue #19): added beside the fields above.
+			Attribution string `json:"attribution"`
+			CouponCode  string `json:"coupon_code"`
+			CustomerID  string `json:"customer_id"`
 		} `json:"data"`
 		Timestamp string `json:"timestamp"`
 	}
