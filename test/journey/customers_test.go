@@ -217,17 +217,6 @@ func (w *world) pastClick(t testing.TB, at time.Time) string {
 	return click.ClickID
 }
 
-// receiptData is the data of a delivery as a receiver took it.
-type receiptData = struct {
-	ID          string `json:"id"`
-	Type        string `json:"type"`
-	Amount      string `json:"amount"`
-	Status      string `json:"status"`
-	Attribution string `json:"attribution"`
-	CouponCode  string `json:"coupon_code"`
-	CustomerID  string `json:"customer_id"`
-}
-
 // awaitReceipt waits until the receiver took a verified delivery whose data matches.
 func (w *world) awaitReceipt(t testing.TB, r *receiver, match func(receiptData) bool) {
 	t.Helper()
@@ -235,7 +224,7 @@ func (w *world) awaitReceipt(t testing.TB, r *receiver, match func(receiptData) 
 	for {
 		accepted, _, _ := r.snapshot()
 		for _, rc := range accepted {
-			if match(receiptData(rc.event.Data)) {
+			if match(rc.event.Data) {
 				return
 			}
 		}
