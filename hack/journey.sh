@@ -13,4 +13,4 @@ if [ -z "${JOURNEY_LOG_DIR:-}" ]; then
   export JOURNEY_LOG_DIR=$LOCAL/journey
   rm -rf "$JOURNEY_LOG_DIR"
 fi
-GO_TEST_FLAGS="-count=1 -v -timeout 15m" exec bash "$(dirname "$0")/test.sh" ./test/journey/ -run '^(TestJourney|TestFault.*)$' "$@"
+GO_TEST_FLAGS="-count=1 -v -timeout 15m" exec bash "$(dirname "$0")/test.sh" ./test/journey/ -run '^(TestJourney.*|TestFault.*)$' "$@"

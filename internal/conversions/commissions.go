@@ -161,6 +161,7 @@ func emit(ctx context.Context, tx pgx.Tx, c Conversion, previous string) error {
 		Currency: c.Currency, CommissionID: m.ID, CommissionAmount: money.Format(m.Amount, m.Currency),
 		ProgramID: c.ProgramID, AffiliateID: c.AffiliateID, AdvertiserID: c.AdvertiserID, LinkID: c.LinkID,
 		ClickID: c.ClickID, ExternalID: c.ExternalID, OccurredAt: c.OccurredAt, Version: m.Version,
+		Attribution: c.Attribution, CouponCode: c.CouponCode, CustomerID: c.CustomerID,
 	})
 	if err != nil {
 		return fmt.Errorf("encode event data: %w", err)

@@ -38,10 +38,13 @@ const (
 	TypeSignup  = "signup"
 	TypeInstall = "install"
 	TypeCustom  = "custom"
+	// TypeRenewal is a subscription's later payment. It counts as every other type does;
+	// the name lets reports tell renewals from first sales.
+	TypeRenewal = "renewal"
 )
 
 // Types lists the conversion types.
-var Types = []string{TypeSale, TypeLead, TypeSignup, TypeInstall, TypeCustom}
+var Types = []string{TypeSale, TypeLead, TypeSignup, TypeInstall, TypeCustom, TypeRenewal}
 
 // Sources of a conversion.
 const (
@@ -65,7 +68,7 @@ type Conversion struct {
 	AdvertiserID  string
 	AffiliateID   string
 	PartnershipID string // empty when the partnership no longer exists
-	LinkID        string
+	LinkID        string // the click's fields: empty (zero) unless a click won
 	ClickID       string
 	PromotionID   string
 	Sub1          string
@@ -79,11 +82,20 @@ type Conversion struct {
 	Source        string
 	CreatedAt     time.Time
 	Commission    Commission
+
+	// Attribution is what put the conversion on the affiliate: AttributionClick (the click
+	// fields are set), AttributionCoupon (CouponCode) or AttributionCustomer (CustomerID).
+	Attribution string
+	CouponCode  string // the code as the advertiser gave it, when a code won
+	CustomerID  string // the advertiser's id of its customer, when the conversion named one
 }
 
 // NewConversion is what an advertiser reports.
 type NewConversion struct {
+	// ClickID, CouponCode and CustomerID say who brought the conversion; at least one.
 	ClickID    string
+	CouponCode string
+	CustomerID string
 	ExternalID string // the advertiser's order id, unique per program
 	Type       string // empty: sale
 	// Amount is the sale amount, a decimal string in Currency; empty means zero.
@@ -94,8 +106,8 @@ type NewConversion struct {
 	OccurredAt time.Time
 	// Metadata is an optional JSON object of at most MaxMetadata bytes.
 	Metadata json.RawMessage
-	// ProgramID, when set, restricts attribution to clicks of that program (a postback
-	// token belongs to one program).
+	// ProgramID, when set, restricts attribution to clicks, codes and customers of that
+	// program (a postback token belongs to one program).
 	ProgramID string
 	Source    string // empty: api
 }
@@ -178,53 +190,61 @@ func New(db *pgxpool.Pool, clicks ClickFinder, o Options) *Service {
 	return &Service{db: db, clicks: clicks, clickIDs: o.ClickIDs, now: func() time.Time { return o.Now().UTC() }, lag: o.IngestLag, skew: o.FutureSkew}
 }
 
-// terms are what the program and the partnership say about a conversion.
-type terms struct {
-	currency      string
-	windowDays    int
-	holdDays      *int
-	partnershipID string
-	ruleType      string
-	ruleValue     int64
-}
-
 // Register records a conversion reported by advertiserID and its pending commission. A
 // repeated external id for the program returns the first conversion with created false,
 // whatever else the repeat says; it never makes a second one, even under concurrent repeats.
+//
+// The click, the coupon code and the customer decide the affiliate (see attribute, touches
+// and bind); the customer's binding, the conversion, its commission and its events are
+// written in one transaction.
 func (s *Service) Register(ctx context.Context, advertiserID string, in NewConversion) (Conversion, bool, error) {
 	now := s.now()
 	if err := s.validate(&in, now); err != nil {
 		return Conversion{}, false, err
 	}
-	click, err := s.attribute(ctx, advertiserID, in, now)
+	cands, programID, err := s.touches(ctx, advertiserID, in, now)
 	if err != nil {
 		return Conversion{}, false, err
 	}
-	t, err := s.terms(ctx, advertiserID, click)
+	t, err := s.terms(ctx, advertiserID, programID, unknownOf(in))
 	if err != nil {
 		return Conversion{}, false, err
 	}
 	// A repeat answers with the first conversion even if this request would now be refused
 	// (occurred_at defaulted to a later now, a window shortened since, another currency...).
 	firstOr := func(err error) (Conversion, bool, error) {
-		if first, ferr := s.byExternalID(ctx, s.db, click.ProgramID, in.ExternalID); ferr == nil {
+		if first, ferr := s.byExternalID(ctx, s.db, programID, in.ExternalID); ferr == nil {
 			return first, false, nil
 		}
 		return Conversion{}, false, err
 	}
-	c, err := s.build(in, click, t, now)
+	amount, err := s.check(in, cands, t)
 	if err != nil {
 		return firstOr(err)
 	}
-	created := true
+	id := ids.New(ids.Conversion)
+	var c Conversion
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		won, first, boundAt, err := bind(ctx, tx, advertiserID, id, t, in, lead(cands, t.attributionRule))
+		if err != nil {
+			return err
+		}
+		r, err := t.ruleOf(ctx, tx, won.affiliateID)
+		if err != nil {
+			return err
+		}
+		c, err = build(id, advertiserID, in, won, t, r, amount, first || r.covers(boundAt, in.OccurredAt), now)
+		if err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO conversions (id, program_id, advertiser_id, affiliate_id,
 			partnership_id, link_id, click_id, promotion_id, sub1, clicked_at, external_id, type, amount,
-			currency, occurred_at, metadata, source, created_at)
-			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			currency, occurred_at, metadata, source, created_at, attribution, coupon_code, customer_id)
+			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
 			ON CONFLICT (program_id, external_id) DO NOTHING`,
 			c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
-			c.Sub1, c.ClickedAt, c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source, c.CreatedAt)
+			c.Sub1, nullTime(c.ClickedAt), c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source, c.CreatedAt,
+			c.Attribution, c.CouponCode, c.CustomerID)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
 			// A data exception: the only input not checked field by field is the metadata
@@ -235,10 +255,9 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 			return fmt.Errorf("insert conversion: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
-			// A concurrent twin committed first (the insert waited for it): read its row.
-			created = false
-			c, err = s.byExternalID(ctx, tx, c.ProgramID, c.ExternalID)
-			return err
+			// A concurrent twin committed first (the insert waited for it). Roll back, so that
+			// this request binds no customer, and answer with the twin.
+			return errRepeat
 		}
 		m := c.Commission
 		if _, err := tx.Exec(ctx, `INSERT INTO commissions (id, conversion_id, program_id, advertiser_id,
@@ -251,22 +270,43 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		return emit(ctx, tx, c, "")
 	})
 	var inv *InvalidError
-	if errors.As(err, &inv) {
-		return firstOr(inv)
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, errRepeat):
+		c, err = s.byExternalID(ctx, s.db, programID, in.ExternalID)
+		return c, false, err
+	case errors.As(err, &inv), errors.Is(err, ErrUnknownCustomer), errors.Is(err, ErrCustomerExpired):
+		return firstOr(err)
+	case err != nil:
 		return Conversion{}, false, fmt.Errorf("register conversion: %w", err)
 	}
-	return c, created, nil
+	return c, true, nil
+}
+
+// errRepeat rolls back a registration whose external id a concurrent twin took.
+var errRepeat = errors.New("repeated external id")
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // validate checks the input that needs no lookup and fills the defaults.
 func (s *Service) validate(in *NewConversion, now time.Time) error {
 	switch {
-	case !ids.Valid(ids.Click, in.ClickID) && !clickid.Signed(in.ClickID):
+	case in.ClickID == "" && in.CouponCode == "" && in.CustomerID == "":
+		return invalid("click_id", "is required unless the conversion has a coupon_code or a customer_id")
+	case in.ClickID != "" && !ids.Valid(ids.Click, in.ClickID) && !clickid.Signed(in.ClickID):
 		return invalid("click_id", "must be the click id (clk_...) passed to the landing page")
 	case in.ExternalID == "" || utf8.RuneCountInString(in.ExternalID) > 255 || !storable(in.ExternalID):
 		return invalid("external_id", "must be 1 to 255 characters of UTF-8 text")
+	case in.CouponCode != "" && !couponPattern.MatchString(in.CouponCode):
+		return invalid("coupon_code", "must be 1 to 64 letters, digits, '_' or '-'")
+	case in.CustomerID != "" && (utf8.RuneCountInString(in.CustomerID) > MaxCustomerID || !storable(in.CustomerID)):
+		return invalid("customer_id", "must be 1 to %d characters of UTF-8 text", MaxCustomerID)
+	case in.ProgramID != "" && !ids.Valid(ids.Program, in.ProgramID):
+		return invalid("program_id", "must be a program id (prg_...)")
 	}
 	if in.Type == "" {
 		in.Type = TypeSale
@@ -334,73 +374,6 @@ func (s *Service) attribute(ctx context.Context, advertiserID string, in NewConv
 	return Click{}, fmt.Errorf("%w: no click %s", ErrUnknownClick, in.ClickID)
 }
 
-// terms reads the program of the click and the partnership's override, if any.
-func (s *Service) terms(ctx context.Context, advertiserID string, click Click) (terms, error) {
-	var t terms
-	var ptnID, ptnType *string
-	var ptnValue *int64
-	err := s.db.QueryRow(ctx, `SELECT p.currency, p.attribution_window_days, p.hold_days, p.commission_type,
-		p.commission_value, pt.id, pt.commission_type, pt.commission_value
-		FROM programs p LEFT JOIN partnerships pt ON pt.program_id = p.id AND pt.affiliate_id = $3
-		WHERE p.id = $1 AND p.advertiser_id = $2`, click.ProgramID, advertiserID, click.AffiliateID).
-		Scan(&t.currency, &t.windowDays, &t.holdDays, &t.ruleType, &t.ruleValue, &ptnID, &ptnType, &ptnValue)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return terms{}, fmt.Errorf("%w: the program of click %s no longer exists", ErrUnknownClick, click.ID)
-	}
-	if err != nil {
-		return terms{}, fmt.Errorf("read program %s: %w", click.ProgramID, err)
-	}
-	if ptnID != nil {
-		t.partnershipID = *ptnID
-	}
-	if ptnType != nil && ptnValue != nil {
-		t.ruleType, t.ruleValue = *ptnType, *ptnValue
-	}
-	return t, nil
-}
-
-// build checks the conversion against the click and the terms and computes its commission.
-func (s *Service) build(in NewConversion, click Click, t terms, now time.Time) (Conversion, error) {
-	// ClickHouse keeps the click time truncated to the second, and an advertiser may send
-	// occurred_at in whole seconds: a conversion in the click's own second is never taken
-	// for one before it, whichever store the click time came from.
-	if in.OccurredAt.Before(click.OccurredAt.Truncate(time.Second)) {
-		return Conversion{}, fmt.Errorf("%w: the conversion occurred before the click (%s)", ErrClickExpired, click.OccurredAt.Format(time.RFC3339))
-	}
-	if in.OccurredAt.Sub(click.OccurredAt) > time.Duration(t.windowDays)*24*time.Hour {
-		return Conversion{}, fmt.Errorf("%w: the click was at %s and the window is %d days",
-			ErrClickExpired, click.OccurredAt.Format(time.RFC3339), t.windowDays)
-	}
-	if in.Currency != "" && in.Currency != t.currency {
-		return Conversion{}, fmt.Errorf("%w: the program pays in %s, the conversion says %s", ErrCurrencyMismatch, t.currency, in.Currency)
-	}
-	amount, err := money.Parse(in.Amount, t.currency)
-	if err != nil {
-		return Conversion{}, invalid("amount", "must be a non-negative decimal with at most %d decimals for %s", money.Exponent(t.currency), t.currency)
-	}
-	commission, err := commissionAmount(t.ruleType, t.ruleValue, amount)
-	if err != nil {
-		return Conversion{}, err
-	}
-	c := Conversion{
-		ID: ids.New(ids.Conversion), ProgramID: click.ProgramID, AdvertiserID: click.AdvertiserID,
-		AffiliateID: click.AffiliateID, PartnershipID: t.partnershipID, LinkID: click.LinkID, ClickID: click.ID,
-		PromotionID: click.PromotionID, Sub1: sanitize(click.Sub1), ClickedAt: click.OccurredAt, ExternalID: in.ExternalID,
-		Type: in.Type, Amount: amount, Currency: t.currency, OccurredAt: in.OccurredAt, Metadata: in.Metadata,
-		Source: in.Source, CreatedAt: now,
-	}
-	c.Commission = Commission{
-		ID: ids.New(ids.Commission), ConversionID: c.ID, ProgramID: c.ProgramID, AdvertiserID: c.AdvertiserID,
-		AffiliateID: c.AffiliateID, OccurredAt: c.OccurredAt, Amount: commission, Currency: t.currency,
-		RuleType: t.ruleType, RuleValue: t.ruleValue, Status: Pending, Version: 1, CreatedAt: now, UpdatedAt: now,
-	}
-	if t.holdDays != nil {
-		h := now.Add(time.Duration(*t.holdDays) * 24 * time.Hour)
-		c.Commission.HoldUntil = &h
-	}
-	return c, nil
-}
-
 // storable reports whether Postgres takes s as text: UTF-8 without NUL.
 func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
@@ -436,14 +409,15 @@ func (s *Service) Get(ctx context.Context, v Viewer, id string) (Conversion, err
 
 const conversionColumns = `v.id, v.program_id, v.advertiser_id, v.affiliate_id, COALESCE(v.partnership_id, ''),
 	v.link_id, v.click_id, v.promotion_id, v.sub1, v.clicked_at, v.external_id, v.type, v.amount, v.currency,
-	v.occurred_at, v.metadata, v.source, v.created_at, ` + commissionColumns
+	v.occurred_at, v.metadata, v.source, v.created_at, v.attribution, v.coupon_code, v.customer_id, ` + commissionColumns
 
 func scanConversion(row pgx.Row) (Conversion, error) {
 	var c Conversion
 	var meta []byte
+	var clickedAt *time.Time
 	dst := append([]any{&c.ID, &c.ProgramID, &c.AdvertiserID, &c.AffiliateID, &c.PartnershipID, &c.LinkID,
-		&c.ClickID, &c.PromotionID, &c.Sub1, &c.ClickedAt, &c.ExternalID, &c.Type, &c.Amount, &c.Currency,
-		&c.OccurredAt, &meta, &c.Source, &c.CreatedAt}, c.Commission.targets()...)
+		&c.ClickID, &c.PromotionID, &c.Sub1, &clickedAt, &c.ExternalID, &c.Type, &c.Amount, &c.Currency,
+		&c.OccurredAt, &meta, &c.Source, &c.CreatedAt, &c.Attribution, &c.CouponCode, &c.CustomerID}, c.Commission.targets()...)
 	if err := row.Scan(dst...); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return Conversion{}, ErrNotFound
@@ -451,6 +425,9 @@ func scanConversion(row pgx.Row) (Conversion, error) {
 		return Conversion{}, err
 	}
 	c.Metadata = meta
+	if clickedAt != nil {
+		c.ClickedAt = *clickedAt
+	}
 	c.ClickedAt, c.OccurredAt, c.CreatedAt = c.ClickedAt.UTC(), c.OccurredAt.UTC(), c.CreatedAt.UTC()
 	c.Commission.utc()
 	return c, nil

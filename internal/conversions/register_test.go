@@ -249,6 +249,12 @@ func TestBadInputIsInvalidNeverAServerError(t *testing.T) {
 		{"metadata Postgres cannot store (\\u0000)", func(n *conversions.NewConversion) { n.Metadata = json.RawMessage(`{"a":"\u0000"}`) }, "metadata"},
 		{"metadata with a number beyond numeric", func(n *conversions.NewConversion) { n.Metadata = json.RawMessage(`{"a":1e1000000}`) }, "metadata"},
 		{"an external id with a NUL", func(n *conversions.NewConversion) { n.ExternalID = "a\x00b" }, "external_id"},
+		{"no click, code or customer", func(n *conversions.NewConversion) { n.ClickID = "" }, "click_id"},
+		{"a coupon code with a space", func(n *conversions.NewConversion) { n.CouponCode = "SPRING 10" }, "coupon_code"},
+		{"a coupon code over 64 characters", func(n *conversions.NewConversion) { n.CouponCode = strings.Repeat("C", 65) }, "coupon_code"},
+		{"a customer id over 128 characters", func(n *conversions.NewConversion) { n.CustomerID = strings.Repeat("c", 129) }, "customer_id"},
+		{"a customer id with a NUL", func(n *conversions.NewConversion) { n.CustomerID = "c\x00" }, "customer_id"},
+		{"a program id that is not one", func(n *conversions.NewConversion) { n.ProgramID = "p-1" }, "program_id"},
 		{"a reason over 500 characters", nil, "reason"},
 	}
 	for _, c := range cases {
@@ -357,7 +363,7 @@ func TestRegisteringWritesTheCreationEventsInTheSameTransaction(t *testing.T) {
 	}
 	want := events.ConversionData{ID: c.ID, Type: "sale", Amount: "42.50", Status: "pending", Currency: "EUR",
 		CommissionID: c.Commission.ID, CommissionAmount: "4.25", ProgramID: e.program, AffiliateID: e.aff, AdvertiserID: e.adv,
-		LinkID: c.LinkID, ClickID: c.ClickID, ExternalID: "order-1", OccurredAt: c.OccurredAt, Version: 1}
+		LinkID: c.LinkID, ClickID: c.ClickID, ExternalID: "order-1", OccurredAt: c.OccurredAt, Version: 1, Attribution: "click"}
 	for _, ev := range got {
 		if ev.data != want {
 			t.Fatalf("data %+v\nwant %+v", ev.data, want)

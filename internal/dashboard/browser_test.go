@@ -381,10 +381,12 @@ func (b *browser) flashSays(what string) {
 var partnerWords = map[string]map[string]string{
 	"en": {"apply": "Apply", "approve": "Approve", "reject": "Reject", "mark_paid": "Mark paid", "mark_failed": "Mark failed", "cancel": "Cancel payout",
 		"promotions": "Promotions", "edit": "Edit", "promotion_saved": "Promotion saved.", "pause": "Pause", "resume": "Resume",
-		"bulk_approved": "2 commissions approved.", "bulk_rejected": "2 commissions rejected."},
+		"bulk_approved": "2 commissions approved.", "bulk_rejected": "2 commissions rejected.",
+		"recurring": "for 12 months", "coupons": "Coupon codes", "code_added": "Code POD-en added.", "by_coupon": "Coupon code", "by_click": "Click"},
 	"es": {"apply": "Solicitar", "approve": "Aprobar", "reject": "Rechazar", "mark_paid": "Marcar como pagado", "mark_failed": "Marcar como fallido", "cancel": "Cancelar pago",
 		"promotions": "Promociones", "edit": "Editar", "promotion_saved": "Promoción guardada.", "pause": "Pausar", "resume": "Reanudar",
-		"bulk_approved": "2 comisiones aprobadas.", "bulk_rejected": "2 comisiones rechazadas."},
+		"bulk_approved": "2 comisiones aprobadas.", "bulk_rejected": "2 comisiones rechazadas.",
+		"recurring": "durante 12 meses", "coupons": "Códigos de cupón", "code_added": "Código POD-es añadido.", "by_coupon": "Código de cupón", "by_click": "Clic"},
 }
 
 // TestBrowserPartnerJourney walks a brand and an affiliate through the rest of the
@@ -420,8 +422,18 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			adv.fill("#p-name", program)
 			adv.fill("#p-landing", "https://shop.example/")
 			adv.fill("#p-value", "7.50")
+			// A subscription program: renewals earn for 12 months, a customer stays 400 days.
+			var ignored bool
+			adv.eval(`(document.getElementById('p-recurring').value = 'months', document.getElementById('p-attribution-rule').value = 'last_click', true)`, &ignored)
+			adv.fill("#p-recurring-months", "12")
+			adv.fill("#p-customer-window", "400")
 			adv.click(`#program-form button[type=submit]`)
-			adv.waitFor("the new program", fmt.Sprintf(`document.querySelector('#programs').textContent.includes(%q)`, program))
+			adv.waitFor("the new program, recurring", fmt.Sprintf(`(t => t.includes(%q) && t.includes(%q))(document.querySelector('#programs').textContent)`, program, w["recurring"]))
+			adv.clickRow("#programs", program, w["edit"])
+			adv.waitFor("the recurring rule and customer window back in the form", `document.getElementById('p-recurring').value === 'months'
+				&& document.getElementById('p-recurring-months').value === '12' && document.getElementById('p-customer-window').value === '400'
+				&& document.getElementById('p-attribution-rule').value === 'last_click'`)
+			adv.click("#program-cancel")
 
 			// A promotion is added to the program, then edited: the form comes back filled,
 			// with the keyboard on its first field.
@@ -454,7 +466,21 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			adv.open("/app/partnerships")
 			adv.clickRow("#partnerships", program, w["approve"])
 			adv.waitFor("the approved partnership", `document.querySelector('#partnerships .badge.approved')`)
+			// The brand gives the affiliate a coupon code, which the affiliate sees.
+			coupon := "POD-" + lang
+			adv.clickRow("#partnerships", program, w["coupons"])
+			adv.waitFor("the coupon codes", `document.querySelector('#coupons .empty, #coupons table') && document.activeElement.id === 'coupons-title'`)
+			adv.fill("#c-code", coupon)
+			adv.click(`#coupon-form button[type=submit]`)
+			adv.flashSays(w["code_added"])
+			adv.waitFor("the new code", fmt.Sprintf(`document.querySelector('#coupons').textContent.includes(%q)`, coupon))
 			adv.screenshot("partnerships")
+			aff.open("/app/partnerships")
+			aff.clickRow("#partnerships", program, w["coupons"])
+			aff.waitFor("the affiliate's code", fmt.Sprintf(`document.querySelector('#coupons').textContent.includes(%q)`, coupon))
+			if aff.count(`#coupon-form`) != 0 {
+				t.Fatal("an affiliate is offered to add coupon codes")
+			}
 
 			aff.open("/app/links")
 			aff.waitFor("the program to link to", fmt.Sprintf(`[...document.querySelectorAll('#l-program option')].some(o => o.textContent === %q)`, program))
@@ -511,6 +537,17 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			if n := adv.count(`#conversions .badge.pending`); n != 0 {
 				t.Fatalf("%d commissions still pending, want none", n)
 			}
+			// An order with the coupon code and no click is the affiliate's too, and the list says
+			// what attributed each conversion.
+			couponOrder := "podcast-order-" + lang
+			if status, body := s.call(t, "POST", "/api/v1/conversions", key, `{"coupon_code":"`+strings.ToLower(coupon)+`","external_id":"`+couponOrder+`","amount":"20.00"}`); status != 201 {
+				t.Fatalf("coupon order: %d %s", status, body)
+			}
+			adv.open("/app/conversions")
+			adv.waitFor("the attribution of each conversion", fmt.Sprintf(`(rows => rows.find(r => r.textContent.includes(%q)).textContent.includes(%q + %q)
+				&& rows.find(r => r.textContent.includes(%q)).textContent.includes(%q))([...document.querySelectorAll('#conversions tbody tr')])`,
+				couponOrder, w["by_coupon"], coupon, orders[0], w["by_click"]))
+			adv.screenshot("conversions-attribution")
 
 			// A payout marked failed, and one canceled, give their commissions back to the
 			// next payout, which is paid.

@@ -78,6 +78,12 @@ type ConversionData struct {
 	ClickID          string    `json:"click_id,omitempty"`
 	ExternalID       string    `json:"external_id"`
 	OccurredAt       time.Time `json:"occurred_at"` // when the conversion happened
+	// Attribution is click, coupon or customer: what put the conversion on the affiliate,
+	// ClickID, CouponCode or CustomerID naming it. Events written before it existed have
+	// none: read that as click.
+	Attribution string `json:"attribution,omitempty"`
+	CouponCode  string `json:"coupon_code,omitempty"`
+	CustomerID  string `json:"customer_id,omitempty"`
 	// Version increases with every change of the conversion, so consumers keep the latest.
 	Version int64 `json:"version"`
 }

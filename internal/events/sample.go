@@ -54,7 +54,7 @@ func Sample(eventType, companyID string, affiliate bool, now time.Time) (e Envel
 		ID: ids.New(ids.Conversion), Type: "sale", Amount: money.Format(4250, currency), Status: status[0], PreviousStatus: status[1],
 		Currency: currency, CommissionID: ids.New(ids.Commission), CommissionAmount: money.Format(425, currency),
 		ProgramID: program, AffiliateID: aff, AdvertiserID: adv, LinkID: ids.New(ids.Link), ClickID: ids.New(ids.Click),
-		ExternalID: "order-1001", OccurredAt: now.Add(-time.Minute).UTC().Truncate(time.Second), Version: version,
+		ExternalID: "order-1001", OccurredAt: now.Add(-time.Minute).UTC().Truncate(time.Second), Version: version, Attribution: "click",
 	}
 	if eventType == PartnershipCreated {
 		data = PartnershipData{ID: ids.New(ids.Partnership), Type: "partnership", Amount: money.Format(0, currency),

@@ -45,3 +45,25 @@ func TestSamplesAreEventsOfTheCompany(t *testing.T) {
 		}
 	}
 }
+
+// Webhooks and postbacks send the event data as it is: the attribution fields come after the
+// fields receivers always had, which keep their names and meaning.
+func TestTheWebhookBodyCarriesTheAttribution(t *testing.T) {
+	data, _ := json.Marshal(ConversionData{ID: "cnv_1", Type: "renewal", Amount: "10.00", Status: "pending", Currency: "EUR",
+		ExternalID: "inv-2", Attribution: "customer", CustomerID: "cus-1", Version: 1})
+	body, err := WebhookBody(Envelope{ID: "evt_1", Type: ConversionCreated, Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Data map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	d := got.Data
+	if d["id"] != "cnv_1" || d["type"] != "renewal" || d["amount"] != "10.00" || d["status"] != "pending" ||
+		d["attribution"] != "customer" || d["customer_id"] != "cus-1" || d["coupon_code"] != nil || d["click_id"] != nil {
+		t.Fatalf("data %s", body)
+	}
+}

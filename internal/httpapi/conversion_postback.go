@@ -39,13 +39,15 @@ func (h conversionPostbackHandlers) register(c *fiber.Ctx) error {
 		return err
 	}
 	conv, created, err := h.svc.RegisterPostback(c.UserContext(), token, conversions.NewConversion{
-		ClickID: c.Query("click_id"), ExternalID: c.Query("external_id"), Type: c.Query("type"),
+		ClickID: c.Query("click_id"), CouponCode: c.Query("coupon_code"), CustomerID: c.Query("customer_id"),
+		ExternalID: c.Query("external_id"), Type: c.Query("type"),
 		Amount: c.Query("amount"), Currency: c.Query("currency"), OccurredAt: at})
 	if err != nil {
 		return conversionsProblem(c, err)
 	}
 	// 200 for a new conversion too: postback senders often treat anything else as failure.
-	return c.JSON(fiber.Map{"id": conv.ID, "external_id": conv.ExternalID, "commission_status": conv.Commission.Status, "created": created})
+	return c.JSON(fiber.Map{"id": conv.ID, "external_id": conv.ExternalID, "commission_status": conv.Commission.Status, "created": created,
+		"attribution": conv.Attribution})
 }
 
 func (h conversionPostbackHandlers) rotateToken(c *fiber.Ctx) error {

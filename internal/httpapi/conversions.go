@@ -188,6 +188,9 @@ func conversionsViewer(c *fiber.Ctx) conversions.Viewer {
 // conversionInput is the body of POST /api/v1/conversions.
 type conversionInput struct {
 	ClickID    string          `json:"click_id"`
+	CouponCode string          `json:"coupon_code"`
+	CustomerID string          `json:"customer_id"`
+	ProgramID  string          `json:"program_id"`
 	ExternalID string          `json:"external_id"`
 	Type       string          `json:"type"`
 	Amount     decimalInput    `json:"amount"`
@@ -205,8 +208,8 @@ func (in conversionInput) toNew() (conversions.NewConversion, error) {
 	if string(meta) == "null" {
 		meta = nil
 	}
-	return conversions.NewConversion{ClickID: in.ClickID, ExternalID: in.ExternalID, Type: in.Type, Amount: string(in.Amount),
-		Currency: in.Currency, OccurredAt: at, Metadata: meta}, nil
+	return conversions.NewConversion{ClickID: in.ClickID, CouponCode: in.CouponCode, CustomerID: in.CustomerID, ProgramID: in.ProgramID,
+		ExternalID: in.ExternalID, Type: in.Type, Amount: string(in.Amount), Currency: in.Currency, OccurredAt: at, Metadata: meta}, nil
 }
 
 // decimalInput takes an amount as a decimal string ("42.50") or a JSON number (42.5), keeping
@@ -261,11 +264,11 @@ type conversionJSON struct {
 	AdvertiserID  string          `json:"advertiser_id"`
 	AffiliateID   string          `json:"affiliate_id"`
 	PartnershipID *string         `json:"partnership_id"`
-	LinkID        string          `json:"link_id"`
-	ClickID       string          `json:"click_id"`
+	LinkID        *string         `json:"link_id"`
+	ClickID       *string         `json:"click_id"`
 	PromotionID   *string         `json:"promotion_id"`
 	Sub1          string          `json:"sub1"`
-	ClickedAt     time.Time       `json:"clicked_at"`
+	ClickedAt     *time.Time      `json:"clicked_at"`
 	ExternalID    string          `json:"external_id"`
 	Type          string          `json:"type"`
 	Amount        string          `json:"amount"`
@@ -275,6 +278,10 @@ type conversionJSON struct {
 	Source        string          `json:"source"`
 	CreatedAt     time.Time       `json:"created_at"`
 	Commission    commissionJSON  `json:"commission"`
+
+	Attribution string  `json:"attribution"`
+	CouponCode  *string `json:"coupon_code"`
+	CustomerID  *string `json:"customer_id"`
 }
 
 type commissionJSON struct {
@@ -299,9 +306,13 @@ type commissionJSON struct {
 // see it.
 func conversionView(c conversions.Conversion, metadata bool) conversionJSON {
 	v := conversionJSON{ID: c.ID, ProgramID: c.ProgramID, AdvertiserID: c.AdvertiserID, AffiliateID: c.AffiliateID,
-		PartnershipID: conversionsNull(c.PartnershipID), LinkID: c.LinkID, ClickID: c.ClickID, PromotionID: conversionsNull(c.PromotionID),
-		Sub1: c.Sub1, ClickedAt: c.ClickedAt, ExternalID: c.ExternalID, Type: c.Type, Amount: money.Format(c.Amount, c.Currency),
-		Currency: c.Currency, OccurredAt: c.OccurredAt, Source: c.Source, CreatedAt: c.CreatedAt, Commission: commissionView(c.Commission)}
+		PartnershipID: conversionsNull(c.PartnershipID), LinkID: conversionsNull(c.LinkID), ClickID: conversionsNull(c.ClickID), PromotionID: conversionsNull(c.PromotionID),
+		Sub1: c.Sub1, ExternalID: c.ExternalID, Type: c.Type, Amount: money.Format(c.Amount, c.Currency),
+		Currency: c.Currency, OccurredAt: c.OccurredAt, Source: c.Source, CreatedAt: c.CreatedAt, Commission: commissionView(c.Commission),
+		Attribution: c.Attribution, CouponCode: conversionsNull(c.CouponCode), CustomerID: conversionsNull(c.CustomerID)}
+	if !c.ClickedAt.IsZero() {
+		v.ClickedAt = &c.ClickedAt
+	}
 	if metadata {
 		v.Metadata = c.Metadata
 	}
@@ -357,6 +368,12 @@ func conversionsProblem(c *fiber.Ctx, err error) error {
 		return NewProblem(fiber.StatusNotFound, "not_found", "no such conversion, payout or program")
 	case errors.Is(err, conversions.ErrUnknownClick):
 		return NewProblem(fiber.StatusUnprocessableEntity, "unknown_click", "no click of yours has this click_id: send the value your landing page received in its click parameter (ps_click_id)")
+	case errors.Is(err, conversions.ErrUnknownCoupon):
+		return NewProblem(fiber.StatusUnprocessableEntity, "unknown_coupon", "none of your coupon codes (of this program) is this one")
+	case errors.Is(err, conversions.ErrUnknownCustomer):
+		return NewProblem(fiber.StatusUnprocessableEntity, "unknown_customer", "no customer of yours has this customer_id yet: its first conversion needs a click_id or a coupon_code")
+	case errors.Is(err, conversions.ErrCustomerExpired):
+		return NewProblem(fiber.StatusUnprocessableEntity, "customer_expired", err.Error())
 	case errors.Is(err, conversions.ErrClickExpired):
 		// The domain writes these two for the caller: times, window, currencies.
 		return NewProblem(fiber.StatusUnprocessableEntity, "click_expired", err.Error())

@@ -15,6 +15,8 @@ type PartnershipService interface {
 	ListPartnerships(ctx context.Context, a programs.Actor, f programs.PartnershipFilter, p page.Request) ([]programs.Partnership, string, error)
 	SetPartnershipStatus(ctx context.Context, a programs.Actor, id, to string) (programs.Partnership, error)
 	UpdatePartnership(ctx context.Context, a programs.Actor, id string, in programs.PartnershipPatch) (programs.Partnership, error)
+	CreateCouponCode(ctx context.Context, a programs.Actor, partnershipID string, in programs.CouponCodeInput) (programs.CouponCode, error)
+	ListCouponCodes(ctx context.Context, a programs.Actor, partnershipID string, p page.Request) ([]programs.CouponCode, string, error)
 }
 
 // MountPartnerships adds the partnership routes: affiliates apply (API key or dashboard) and
@@ -29,6 +31,11 @@ func (s *Server) MountPartnerships(svc PartnershipService) {
 		s.app.Post("/api/partnerships/:id/"+action, h.setStatus(to))
 	}
 	s.app.Patch("/api/partnerships/:id", h.update)
+	// Coupon codes: the advertiser gives them; both sides list them.
+	for _, prefix := range []string{"/api/v1", "/api"} {
+		s.app.Post(prefix+"/partnerships/:id/coupon-codes", s.Idempotent(h.createCouponCode))
+		s.app.Get(prefix+"/partnerships/:id/coupon-codes", h.listCouponCodes)
+	}
 }
 
 type partnershipHandlers struct{ svc PartnershipService }
@@ -70,4 +77,22 @@ func (h partnershipHandlers) update(c *fiber.Ctx) error {
 	}
 	p, err := h.svc.UpdatePartnership(c.UserContext(), programsActor(c), c.Params("id"), in)
 	return programsJSON(c, fiber.StatusOK, p, err)
+}
+
+func (h partnershipHandlers) createCouponCode(c *fiber.Ctx) error {
+	var in programs.CouponCodeInput
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	k, err := h.svc.CreateCouponCode(c.UserContext(), programsActor(c), c.Params("id"), in)
+	return programsJSON(c, fiber.StatusCreated, k, err)
+}
+
+func (h partnershipHandlers) listCouponCodes(c *fiber.Ctx) error {
+	p, err := PageRequest(c)
+	if err != nil {
+		return err
+	}
+	items, next, err := h.svc.ListCouponCodes(c.UserContext(), programsActor(c), c.Params("id"), p)
+	return programsList(c, items, next, err)
 }

@@ -146,6 +146,7 @@ func programsProblem(err error) error {
 		notFound   *programs.NotFoundError
 		forbidden  *programs.ForbiddenError
 		transition *programs.TransitionError
+		conflict   *programs.ConflictError
 	)
 	switch {
 	case errors.As(err, &invalid):
@@ -161,6 +162,8 @@ func programsProblem(err error) error {
 	case errors.As(err, &transition):
 		return NewProblem(fiber.StatusConflict, "invalid_transition", transition.Error()).
 			With("current_status", transition.From).With("allowed", transition.Allowed)
+	case errors.As(err, &conflict):
+		return NewProblem(fiber.StatusConflict, conflict.Field+"_taken", conflict.Error())
 	}
 	return err
 }

@@ -151,6 +151,7 @@ type statsKey struct {
 	AffiliateID *string `json:"affiliate_id,omitempty"`
 	LinkID      *string `json:"link_id,omitempty"`
 	Sub1        *string `json:"sub1,omitempty"`
+	Attribution *string `json:"attribution,omitempty"`
 }
 
 func key(g stats.GroupBy, r stats.Row) statsKey {
@@ -164,6 +165,8 @@ func key(g stats.GroupBy, r stats.Row) statsKey {
 		return statsKey{AffiliateID: &r.AffiliateID}
 	case stats.Link:
 		return statsKey{LinkID: &r.LinkID, ProgramID: &r.ProgramID, AffiliateID: &r.AffiliateID}
+	case stats.Attribution:
+		return statsKey{Attribution: &r.Attribution}
 	}
 	return statsKey{Sub1: &r.Sub1}
 }

@@ -306,3 +306,22 @@ func TestStatsSumLargeCommissionsExactly(t *testing.T) {
 		}
 	}
 }
+
+func TestStatsByAttribution(t *testing.T) {
+	f := newStatsFixture(t)
+	f.clicks(t, 4, "2026-06-10", f.advID, f.affID, "prg_1", "lnk_1", "")
+	coupon := statsConversion("cnv_c", "2026-06-10", f.advID, f.affID, "prg_1", "EUR", stats.Pending, 5000, 500)
+	coupon.Attribution = "coupon"
+	click := statsConversion("cnv_k", "2026-06-10", f.advID, f.affID, "prg_1", "EUR", stats.Approved, 2000, 200)
+	click.Attribution = "click"
+	f.conversions(t, []ingest.Conversion{coupon, click})
+	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"attribution"}}, map[string]string{"x-api-key": f.adv})
+	rows := rowsOf(t, r)
+	got := map[string]string{}
+	for _, row := range rows {
+		got[row["attribution"].(string)] = fmt.Sprintf("%v/%v", row["clicks"], row["commission"])
+	}
+	if len(got) != 2 || got["coupon"] != "0/5.00" || got["click"] != "0/2.00" || r.body["group_by"] != "attribution" {
+		t.Fatalf("by attribution: %s", r.raw)
+	}
+}

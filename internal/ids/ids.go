@@ -20,6 +20,7 @@ const (
 	Program     = "prg"
 	Promotion   = "prm"
 	Partnership = "ptn"
+	CouponCode  = "cpn"
 	Link        = "lnk"
 	Click       = "clk"
 	Conversion  = "cnv"

@@ -231,6 +231,8 @@ func conversionLifecycle(r *rand.Rand, c events.Click, p program, n int) []event
 		Currency: p.currency, CommissionID: "cms_" + c.ClickID[4:], CommissionAmount: money.Format(amount/10, p.currency),
 		ProgramID: p.id, AffiliateID: c.AffiliateID, AdvertiserID: c.AdvertiserID, ClickID: c.ClickID,
 		ExternalID: "order-" + c.ClickID, OccurredAt: c.OccurredAt.Add(time.Duration(r.IntN(3600)) * time.Second),
+		// "" is an event from before attribution existed: a click's.
+		Attribution: []string{"", "click", "coupon", "customer"}[r.IntN(4)],
 	}
 	var out []events.Envelope
 	previous := ""
@@ -297,7 +299,7 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 		return aff == scope.id
 	}
 	out := map[string]stats.Row{}
-	row := func(day time.Time, program, affiliate, link, sub1 string) (string, stats.Row) {
+	row := func(day time.Time, program, affiliate, link, sub1, attribution string) (string, stats.Row) {
 		var r stats.Row
 		var key string
 		switch g {
@@ -311,6 +313,8 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 			r.LinkID, r.ProgramID, r.AffiliateID, key = link, program, affiliate, link
 		case stats.Sub1:
 			r.Sub1, key = sub1, sub1
+		case stats.Attribution:
+			r.Attribution, key = attribution, attribution
 		}
 		if have, ok := out[key]; ok {
 			return key, have
@@ -324,10 +328,11 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 			continue
 		}
 		clicks[c.ClickID] = c
-		if c.IsBot || !mine(c.AdvertiserID, c.AffiliateID) || !inRange(c.OccurredAt) {
+		// A click has no attribution: that grouping has conversions only.
+		if c.IsBot || !mine(c.AdvertiserID, c.AffiliateID) || !inRange(c.OccurredAt) || g == stats.Attribution {
 			continue
 		}
-		key, r := row(c.OccurredAt.Truncate(24*time.Hour), c.ProgramID, c.AffiliateID, c.LinkID, c.Sub1)
+		key, r := row(c.OccurredAt.Truncate(24*time.Hour), c.ProgramID, c.AffiliateID, c.LinkID, c.Sub1, "")
 		r.Clicks++
 		if !c.IsDuplicate {
 			r.UniqueClicks++
@@ -357,7 +362,11 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 		}
 		currencies[data.Currency] = true
 		click := clicks[data.ClickID]
-		key, r := row(data.OccurredAt.Truncate(24*time.Hour), data.ProgramID, data.AffiliateID, click.LinkID, click.Sub1)
+		attribution := data.Attribution
+		if attribution == "" {
+			attribution = "click"
+		}
+		key, r := row(data.OccurredAt.Truncate(24*time.Hour), data.ProgramID, data.AffiliateID, click.LinkID, click.Sub1, attribution)
 		amount, _ := money.Parse(data.Amount, data.Currency)
 		commission, _ := money.Parse(data.CommissionAmount, data.Currency)
 		r.Conversions.Total++
@@ -382,7 +391,7 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 	}
 	if g == stats.Day {
 		for day := from; !day.After(to); day = day.AddDate(0, 0, 1) {
-			key, r := row(day, "", "", "", "")
+			key, r := row(day, "", "", "", "", "")
 			out[key] = r
 		}
 	}
@@ -442,6 +451,8 @@ func rowKey(g stats.GroupBy, r stats.Row) string {
 		return r.AffiliateID
 	case stats.Link:
 		return r.LinkID
+	case stats.Attribution:
+		return r.Attribution
 	}
 	return r.Sub1
 }

@@ -49,6 +49,9 @@ type Conversion struct {
 	Offset       int64
 	// Published is when the event reached Kafka; zero when it did not come from Kafka.
 	Published time.Time
+
+	// Attribution is click, coupon or customer; events from before it existed are click.
+	Attribution string
 }
 
 // ErrInvalid marks an event ingest cannot store (missing ids, malformed amounts). Such an
@@ -83,6 +86,7 @@ func ParseConversion(e events.Envelope) (c Conversion, ok bool, err error) {
 		OccurredAt: d.OccurredAt.UTC(), AdvertiserID: first(d.AdvertiserID, e.AdvertiserID),
 		ProgramID: first(d.ProgramID, e.ProgramID), AffiliateID: first(d.AffiliateID, e.AffiliateID),
 		LinkID: d.LinkID, ClickID: d.ClickID, Sub1: d.Sub1, CommissionID: d.CommissionID, ExternalID: d.ExternalID,
+		Attribution: first(d.Attribution, "click"),
 	}
 	if c.OccurredAt.IsZero() {
 		c.OccurredAt = e.OccurredAt.UTC()
@@ -325,7 +329,7 @@ type storedConversion struct {
 }
 
 const conversionColumns = `conversion_id, version, status, type, currency, amount, commission, occurred_at,
-	advertiser_id, program_id, affiliate_id, link_id, click_id, sub1, commission_id, external_id`
+	advertiser_id, program_id, affiliate_id, link_id, click_id, sub1, commission_id, external_id, attribution`
 
 // WriteConversions applies each conversion's newest state in convs that is newer than the
 // stored one: it retracts what the stored state counted (a sign -1 row) and adds the new
@@ -425,7 +429,7 @@ func (w *Writer) planConversions(ctx context.Context, convs []Conversion, prev p
 
 func appendConversion(batch driver.Batch, c Conversion, sign int8, cause Conversion, now time.Time) error {
 	err := batch.Append(c.ID, c.Version, c.Status, c.Type, c.Currency, c.Amount, c.Commission, c.OccurredAt.UTC(),
-		c.AdvertiserID, c.ProgramID, c.AffiliateID, c.LinkID, c.ClickID, c.Sub1, c.CommissionID, c.ExternalID,
+		c.AdvertiserID, c.ProgramID, c.AffiliateID, c.LinkID, c.ClickID, c.Sub1, c.CommissionID, c.ExternalID, c.Attribution,
 		sign, cause.EventID, cause.Partition, cause.Offset, now)
 	if err != nil {
 		return fmt.Errorf("ingest: append conversion %s: %w", c.ID, err)
@@ -441,7 +445,7 @@ func (w *Writer) storedConversions(ctx context.Context, ids []string) (map[strin
 	err := w.lookup(ctx, "SELECT "+conversionColumns+" FROM "+w.db+".conversions WHERE conversion_id IN _ids", ids, func(rows driver.Rows) error {
 		var c Conversion
 		if err := rows.Scan(&c.ID, &c.Version, &c.Status, &c.Type, &c.Currency, &c.Amount, &c.Commission, &c.OccurredAt,
-			&c.AdvertiserID, &c.ProgramID, &c.AffiliateID, &c.LinkID, &c.ClickID, &c.Sub1, &c.CommissionID, &c.ExternalID); err != nil {
+			&c.AdvertiserID, &c.ProgramID, &c.AffiliateID, &c.LinkID, &c.ClickID, &c.Sub1, &c.CommissionID, &c.ExternalID, &c.Attribution); err != nil {
 			return err
 		}
 		if s, ok := stored[c.ID]; !ok || c.Version > s.Version {

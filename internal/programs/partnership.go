@@ -54,18 +54,20 @@ type PartnershipPatch struct {
 }
 
 const partnershipColumns = `s.id, s.program_id, s.affiliate_id, s.advertiser_id, s.status, s.message, s.commission_type,
-	s.commission_value, p.currency, s.created_at, s.updated_at`
+	s.commission_value, p.currency, s.created_at, s.updated_at, s.recurring_months, s.recurring_lifetime`
 
 func scanPartnership(row pgx.CollectableRow) (Partnership, error) {
 	var (
 		p        Partnership
 		ruleType *string
 		value    *int64
+		months   *int
+		lifetime bool
 	)
 	err := row.Scan(&p.ID, &p.ProgramID, &p.AffiliateID, &p.AdvertiserID, &p.Status, &p.Message, &ruleType, &value, &p.Currency,
-		&p.CreatedAt, &p.UpdatedAt)
+		&p.CreatedAt, &p.UpdatedAt, &months, &lifetime)
 	if ruleType != nil && value != nil {
-		p.Commission = &Rule{Type: *ruleType, Value: *value, Currency: p.Currency}
+		p.Commission = &Rule{Type: *ruleType, Value: *value, Currency: p.Currency, Recurring: RecurringFrom(months, lifetime)}
 	}
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return p, err
@@ -233,11 +235,15 @@ func (s *Service) updatePartnership(ctx context.Context, a Actor, id string, cha
 		p.UpdatedAt = s.now()
 		var ruleType *string
 		var value *int64
+		var months *int
+		var lifetime bool
 		if p.Commission != nil {
 			ruleType, value = &p.Commission.Type, &p.Commission.Value
+			months, lifetime = p.Commission.Recurring.Columns()
 		}
-		if _, err := tx.Exec(ctx, `UPDATE partnerships SET status = $2, commission_type = $3, commission_value = $4, updated_at = $5 WHERE id = $1`,
-			p.ID, p.Status, ruleType, value, p.UpdatedAt); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE partnerships SET status = $2, commission_type = $3, commission_value = $4, updated_at = $5,
+			recurring_months = $6, recurring_lifetime = $7 WHERE id = $1`,
+			p.ID, p.Status, ruleType, value, p.UpdatedAt, months, lifetime); err != nil {
 			return fmt.Errorf("update partnership: %w", err)
 		}
 		return nil

@@ -23,6 +23,18 @@ const (
 	DefaultClickParam            = "ps_click_id"
 )
 
+// Attribution rules: whether a touch (click or coupon code) of another affiliate takes over a
+// bound customer (docs/conversions.md, "Customers, recurring commissions and coupon codes").
+const (
+	// FirstAffiliate keeps a bound customer with the partnership that brought it.
+	FirstAffiliate = "first_affiliate"
+	// LastClick gives the customer to the newest touch.
+	LastClick = "last_click"
+)
+
+// MaxCustomerWindowDays bounds customer_window_days.
+const MaxCustomerWindowDays = 3650
+
 // Program is an advertiser's affiliate program.
 type Program struct {
 	ID           string `json:"id"`
@@ -39,9 +51,14 @@ type Program struct {
 	Visibility string `json:"visibility"`
 	Status     string `json:"status"`
 	// ClickParam is the query parameter that carries the click id to the landing page.
-	ClickParam string    `json:"click_param"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	ClickParam string `json:"click_param"`
+	// AttributionRule is FirstAffiliate or LastClick.
+	AttributionRule string `json:"attribution_rule"`
+	// CustomerWindowDays is how long a customer stays bound after its first conversion;
+	// nil: for life.
+	CustomerWindowDays *int      `json:"customer_window_days"`
+	CreatedAt          time.Time `json:"created_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
 }
 
 // ProgramInput creates a program. Name, landing URL, currency and commission are required;
@@ -57,6 +74,8 @@ type ProgramInput struct {
 	Visibility            string     `json:"visibility"`
 	Status                string     `json:"status"`
 	ClickParam            string     `json:"click_param"`
+	AttributionRule       string     `json:"attribution_rule"`
+	CustomerWindowDays    *int       `json:"customer_window_days"`
 }
 
 // ProgramPatch changes a program: absent fields stay, hold_days null clears the hold. A
@@ -73,6 +92,8 @@ type ProgramPatch struct {
 	Visibility            Optional[string]     `json:"visibility"`
 	Status                Optional[string]     `json:"status"`
 	ClickParam            Optional[string]     `json:"click_param"`
+	AttributionRule       Optional[string]     `json:"attribution_rule"`
+	CustomerWindowDays    Optional[int]        `json:"customer_window_days"`
 }
 
 // ProgramFilter narrows a program list.
@@ -92,6 +113,7 @@ func validProgram(in ProgramInput, v *validator) (Program, error) {
 	p := Program{
 		Name: strings.TrimSpace(in.Name), Description: in.Description, LandingURL: in.LandingURL,
 		Currency: in.Currency, HoldDays: in.HoldDays, Visibility: in.Visibility, Status: in.Status, ClickParam: in.ClickParam,
+		AttributionRule: in.AttributionRule, CustomerWindowDays: in.CustomerWindowDays,
 	}
 	v.text("name", p.Name, 1, 200, false)
 	v.text("description", p.Description, 0, 5000, true)
@@ -114,6 +136,9 @@ func validProgram(in ProgramInput, v *validator) (Program, error) {
 	v.oneOf("visibility", p.Visibility, Public, Approval)
 	v.oneOf("status", p.Status, ProgramActive, ProgramPaused, ProgramArchived)
 	v.check(clickParamPattern.MatchString(p.ClickParam), "click_param", "must be 1 to 64 letters, digits, '_', '.' or '-'")
+	v.oneOf("attribution_rule", p.AttributionRule, FirstAffiliate, LastClick)
+	v.check(p.CustomerWindowDays == nil || (*p.CustomerWindowDays >= 1 && *p.CustomerWindowDays <= MaxCustomerWindowDays),
+		"customer_window_days", "must be 1 to 3650, or null for the customer's lifetime")
 	return p, v.err()
 }
 
@@ -123,7 +148,7 @@ func (p Program) input() ProgramInput {
 	window := p.AttributionWindowDays
 	return ProgramInput{Name: p.Name, Description: p.Description, LandingURL: p.LandingURL, Currency: p.Currency,
 		Commission: &rule, AttributionWindowDays: &window, HoldDays: p.HoldDays, Visibility: p.Visibility,
-		Status: p.Status, ClickParam: p.ClickParam}
+		Status: p.Status, ClickParam: p.ClickParam, AttributionRule: p.AttributionRule, CustomerWindowDays: p.CustomerWindowDays}
 }
 
 func (pp ProgramPatch) apply(in ProgramInput, v *validator) ProgramInput {
@@ -137,6 +162,8 @@ func (pp ProgramPatch) apply(in ProgramInput, v *validator) ProgramInput {
 	patch(&in.Visibility, pp.Visibility, "visibility", v)
 	patch(&in.Status, pp.Status, "status", v)
 	patch(&in.ClickParam, pp.ClickParam, "click_param", v)
+	patch(&in.AttributionRule, pp.AttributionRule, "attribution_rule", v)
+	patchNullable(&in.CustomerWindowDays, pp.CustomerWindowDays)
 	return in
 }
 
@@ -164,13 +191,18 @@ func patchNullable[T any](dst **T, o Optional[T]) {
 }
 
 const programColumns = `p.id, p.advertiser_id, p.name, p.description, p.landing_url, p.currency, p.commission_type,
-	p.commission_value, p.attribution_window_days, p.hold_days, p.visibility, p.status, p.click_param, p.created_at, p.updated_at`
+	p.commission_value, p.attribution_window_days, p.hold_days, p.visibility, p.status, p.click_param, p.created_at, p.updated_at,
+	p.attribution_rule, p.customer_window_days, p.recurring_months, p.recurring_lifetime`
 
 func scanProgram(row pgx.CollectableRow) (Program, error) {
 	var p Program
+	var months *int
+	var lifetime bool
 	err := row.Scan(&p.ID, &p.AdvertiserID, &p.Name, &p.Description, &p.LandingURL, &p.Currency, &p.Commission.Type,
-		&p.Commission.Value, &p.AttributionWindowDays, &p.HoldDays, &p.Visibility, &p.Status, &p.ClickParam, &p.CreatedAt, &p.UpdatedAt)
+		&p.Commission.Value, &p.AttributionWindowDays, &p.HoldDays, &p.Visibility, &p.Status, &p.ClickParam, &p.CreatedAt, &p.UpdatedAt,
+		&p.AttributionRule, &p.CustomerWindowDays, &months, &lifetime)
 	p.Commission.Currency = p.Currency
+	p.Commission.Recurring = RecurringFrom(months, lifetime)
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return p, err
 }
@@ -252,6 +284,7 @@ func (s *Service) CreateProgram(ctx context.Context, a Actor, in ProgramInput) (
 	in.Visibility = cmp.Or(in.Visibility, Approval)
 	in.Status = cmp.Or(in.Status, ProgramActive)
 	in.ClickParam = cmp.Or(in.ClickParam, DefaultClickParam)
+	in.AttributionRule = cmp.Or(in.AttributionRule, FirstAffiliate)
 	v := &validator{}
 	v.check(in.Status != ProgramArchived, "status", "a new program is active or paused")
 	p, err := validProgram(in, v)
@@ -260,11 +293,14 @@ func (s *Service) CreateProgram(ctx context.Context, a Actor, in ProgramInput) (
 	}
 	now := s.now()
 	p.ID, p.AdvertiserID, p.CreatedAt, p.UpdatedAt = ids.New(ids.Program), a.CompanyID, now, now
+	months, lifetime := p.Commission.Recurring.Columns()
 	_, err = s.db.Exec(ctx, `INSERT INTO programs (id, advertiser_id, name, description, landing_url, currency, commission_type,
-		commission_value, attribution_window_days, hold_days, visibility, status, click_param, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+		commission_value, attribution_window_days, hold_days, visibility, status, click_param, created_at, updated_at,
+		attribution_rule, customer_window_days, recurring_months, recurring_lifetime)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18)`,
 		p.ID, p.AdvertiserID, p.Name, p.Description, p.LandingURL, p.Currency, p.Commission.Type, p.Commission.Value,
-		p.AttributionWindowDays, p.HoldDays, p.Visibility, p.Status, p.ClickParam, now)
+		p.AttributionWindowDays, p.HoldDays, p.Visibility, p.Status, p.ClickParam, now,
+		p.AttributionRule, p.CustomerWindowDays, months, lifetime)
 	if err != nil {
 		return Program{}, fmt.Errorf("create program: %w", err)
 	}
@@ -296,11 +332,14 @@ func (s *Service) UpdateProgram(ctx context.Context, a Actor, id string, pp Prog
 			}
 		}
 		next.ID, next.AdvertiserID, next.CreatedAt, next.UpdatedAt = cur.ID, cur.AdvertiserID, cur.CreatedAt, s.now()
+		months, lifetime := next.Commission.Recurring.Columns()
 		if _, err := tx.Exec(ctx, `UPDATE programs SET name = $2, description = $3, landing_url = $4, commission_type = $5,
 			commission_value = $6, attribution_window_days = $7, hold_days = $8, visibility = $9, status = $10, click_param = $11,
-			updated_at = $12 WHERE id = $1`,
+			updated_at = $12, attribution_rule = $13, customer_window_days = $14, recurring_months = $15, recurring_lifetime = $16
+			WHERE id = $1`,
 			next.ID, next.Name, next.Description, next.LandingURL, next.Commission.Type, next.Commission.Value,
-			next.AttributionWindowDays, next.HoldDays, next.Visibility, next.Status, next.ClickParam, next.UpdatedAt); err != nil {
+			next.AttributionWindowDays, next.HoldDays, next.Visibility, next.Status, next.ClickParam, next.UpdatedAt,
+			next.AttributionRule, next.CustomerWindowDays, months, lifetime); err != nil {
 			return fmt.Errorf("update program: %w", err)
 		}
 		if next.Status != cur.Status || next.LandingURL != cur.LandingURL || next.ClickParam != cur.ClickParam {

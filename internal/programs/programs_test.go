@@ -159,6 +159,16 @@ func TestProgramInputIsValidated(t *testing.T) {
 		{"an empty name is refused", func(in *programs.ProgramInput) { in.Name = "   " }, "name"},
 		{"a name with a newline is refused", func(in *programs.ProgramInput) { in.Name = "a\nb" }, "name"},
 		{"a description over 5000 characters is refused", func(in *programs.ProgramInput) { in.Description = strings.Repeat("é", 5001) }, "description"},
+		{"an unknown attribution rule is refused", func(in *programs.ProgramInput) { in.AttributionRule = "any_click" }, "attribution_rule"},
+		{"a customer window of 0 days is refused", func(in *programs.ProgramInput) { in.CustomerWindowDays = ptr(0) }, "customer_window_days"},
+		{"a customer window of 3651 days is refused", func(in *programs.ProgramInput) { in.CustomerWindowDays = ptr(3651) }, "customer_window_days"},
+		{"a customer window of 365 days is valid", func(in *programs.ProgramInput) { in.CustomerWindowDays = ptr(365) }, ""},
+		{"recurring for 0 months is refused", func(in *programs.ProgramInput) { in.Commission.Recurring = &programs.Recurring{} }, "commission.recurring.months"},
+		{"recurring for 121 months is refused", func(in *programs.ProgramInput) { in.Commission.Recurring = &programs.Recurring{Months: 121} }, "commission.recurring.months"},
+		{"recurring for months and life is refused", func(in *programs.ProgramInput) {
+			in.Commission.Recurring = &programs.Recurring{Months: 12, Lifetime: true}
+		}, "commission.recurring"},
+		{"recurring for 12 months is valid", func(in *programs.ProgramInput) { in.Commission.Recurring = &programs.Recurring{Months: 12} }, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

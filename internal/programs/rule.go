@@ -24,29 +24,67 @@ type Rule struct {
 	Value int64
 	// Currency is the program's, in which a Fixed amount is written.
 	Currency string
+	// Recurring says how long a bound customer's later conversions earn; nil: only the
+	// customer's first conversion earns.
+	Recurring *Recurring
+}
+
+// MaxRecurringMonths bounds a recurring rule of a number of months.
+const MaxRecurringMonths = 120
+
+// Recurring is the recurring part of a rule: Months after the customer's first conversion,
+// or for the customer's lifetime.
+type Recurring struct {
+	Months   int  `json:"months,omitempty"`
+	Lifetime bool `json:"lifetime,omitempty"`
+}
+
+// Columns returns the recurring part as the recurring_months and recurring_lifetime columns.
+func (r *Recurring) Columns() (*int, bool) {
+	if r == nil {
+		return nil, false
+	}
+	if r.Lifetime {
+		return nil, true
+	}
+	m := r.Months
+	return &m, false
+}
+
+// RecurringFrom reads the recurring_months and recurring_lifetime columns; nil for neither.
+func RecurringFrom(months *int, lifetime bool) *Recurring {
+	switch {
+	case lifetime:
+		return &Recurring{Lifetime: true}
+	case months != nil:
+		return &Recurring{Months: *months}
+	}
+	return nil
 }
 
 // RuleInput is a rule as clients write it: {"type":"fixed","amount":"5.00"} in the program's
 // currency, or {"type":"percent","percent":"12.5"} (0 < percent <= 100, two decimals at most).
 type RuleInput struct {
-	Type    string `json:"type"`
-	Amount  string `json:"amount,omitempty"`
-	Percent string `json:"percent,omitempty"`
+	Type      string     `json:"type"`
+	Amount    string     `json:"amount,omitempty"`
+	Percent   string     `json:"percent,omitempty"`
+	Recurring *Recurring `json:"recurring,omitempty"`
 }
 
 // ruleJSON is how a rule is shown: the amount with its currency, or the percent with two
 // decimals.
 type ruleJSON struct {
-	Type     string `json:"type"`
-	Amount   string `json:"amount,omitempty"`
-	Currency string `json:"currency,omitempty"`
-	Percent  string `json:"percent,omitempty"`
+	Type      string     `json:"type"`
+	Amount    string     `json:"amount,omitempty"`
+	Currency  string     `json:"currency,omitempty"`
+	Percent   string     `json:"percent,omitempty"`
+	Recurring *Recurring `json:"recurring,omitempty"`
 }
 
 // MarshalJSON writes the rule with decimal strings.
 func (r Rule) MarshalJSON() ([]byte, error) {
 	in := r.Input()
-	out := ruleJSON{Type: in.Type, Amount: in.Amount, Percent: in.Percent}
+	out := ruleJSON{Type: in.Type, Amount: in.Amount, Percent: in.Percent, Recurring: r.Recurring}
 	if r.Type == Fixed {
 		out.Currency = r.Currency
 	}
@@ -56,13 +94,39 @@ func (r Rule) MarshalJSON() ([]byte, error) {
 // Input is the rule in the form clients write it.
 func (r Rule) Input() RuleInput {
 	if r.Type == Percent {
-		return RuleInput{Type: Percent, Percent: formatBasisPoints(r.Value)}
+		return RuleInput{Type: Percent, Percent: formatBasisPoints(r.Value), Recurring: r.Recurring}
 	}
-	return RuleInput{Type: Fixed, Amount: money.Format(r.Value, r.Currency)}
+	return RuleInput{Type: Fixed, Amount: money.Format(r.Value, r.Currency), Recurring: r.Recurring}
+}
+
+// parseRecurring checks the recurring part: {"months": 1..120} or {"lifetime": true}.
+func parseRecurring(r *Recurring, field string) []FieldError {
+	switch {
+	case r == nil:
+		return nil
+	case r.Lifetime && r.Months != 0:
+		return []FieldError{{Field: field + ".recurring", Message: `is either {"months": n} or {"lifetime": true}, not both`}}
+	case !r.Lifetime && (r.Months < 1 || r.Months > MaxRecurringMonths):
+		return []FieldError{{Field: field + ".recurring.months", Message: fmt.Sprintf("must be 1 to %d, or use {\"lifetime\": true}", MaxRecurringMonths)}}
+	}
+	return nil
 }
 
 // parseRule validates a rule for a program in currency; field prefixes its errors.
 func parseRule(in RuleInput, currency, field string) (Rule, []FieldError) {
+	r, errs := parseAmount(in, currency, field)
+	if errs := parseRecurring(in.Recurring, field); errs != nil {
+		return Rule{}, errs
+	}
+	if in.Recurring != nil {
+		rec := *in.Recurring
+		r.Recurring = &rec
+	}
+	return r, errs
+}
+
+// parseAmount validates the type and amount (or percent) of a rule.
+func parseAmount(in RuleInput, currency, field string) (Rule, []FieldError) {
 	fail := func(sub, msg string) (Rule, []FieldError) {
 		return Rule{}, []FieldError{{Field: field + sub, Message: msg}}
 	}

@@ -30,10 +30,13 @@ const (
 	Affiliate GroupBy = "affiliate"
 	Link      GroupBy = "link"
 	Sub1      GroupBy = "sub1"
+	// Attribution groups conversions by what attributed them (click, coupon, customer). A
+	// click has no attribution, so its rows have no clicks.
+	Attribution GroupBy = "attribution"
 )
 
 // Groupings lists every GroupBy, in the order the API documents them.
-var Groupings = []GroupBy{Day, Program, Affiliate, Link, Sub1}
+var Groupings = []GroupBy{Day, Program, Affiliate, Link, Sub1, Attribution}
 
 // Range limits.
 const (
@@ -93,6 +96,7 @@ type Row struct {
 	AffiliateID string
 	LinkID      string
 	Sub1        string
+	Attribution string
 
 	// Clicks leave out bots; UniqueClicks also leave out the clicks the tracker flagged as a
 	// visitor's repeat.
@@ -221,7 +225,8 @@ func days(from, to time.Time) int {
 // a plain column and the key is formatted after aggregation; only a link needs its program
 // and affiliate (any() of strings is not free on a million rows).
 type grouping struct {
-	clicksTable string
+	clicksTable string // "": the grouping has no clicks
+	convsTable  string
 	column      string // GROUP BY
 	key         string // SELECT, a String
 	extra       string // SELECT, the program and affiliate of the group
@@ -231,16 +236,20 @@ type grouping struct {
 const noExtra = "'', ''"
 
 var groupings = map[GroupBy]grouping{
-	Day: {"clicks_daily", "day", "toString(day)", noExtra, func(r *Row, key, _, _ string) {
+	Day: {"clicks_daily", convsDaily, "day", "toString(day)", noExtra, func(r *Row, key, _, _ string) {
 		r.Day, _ = time.Parse(time.DateOnly, key)
 	}},
-	Program:   {"clicks_daily", "program_id", "program_id", noExtra, func(r *Row, key, _, _ string) { r.ProgramID = key }},
-	Affiliate: {"clicks_daily", "affiliate_id", "affiliate_id", noExtra, func(r *Row, key, _, _ string) { r.AffiliateID = key }},
-	Link: {"clicks_daily", "link_id", "link_id", "any(program_id), any(affiliate_id)", func(r *Row, key, program, affiliate string) {
+	Program:   {"clicks_daily", convsDaily, "program_id", "program_id", noExtra, func(r *Row, key, _, _ string) { r.ProgramID = key }},
+	Affiliate: {"clicks_daily", convsDaily, "affiliate_id", "affiliate_id", noExtra, func(r *Row, key, _, _ string) { r.AffiliateID = key }},
+	Link: {"clicks_daily", convsDaily, "link_id", "link_id", "any(program_id), any(affiliate_id)", func(r *Row, key, program, affiliate string) {
 		r.LinkID, r.ProgramID, r.AffiliateID = key, program, affiliate
 	}},
-	Sub1: {"clicks_daily_sub1", "sub1", "sub1", noExtra, func(r *Row, key, _, _ string) { r.Sub1 = key }},
+	Sub1: {"clicks_daily_sub1", convsDaily, "sub1", "sub1", noExtra, func(r *Row, key, _, _ string) { r.Sub1 = key }},
+	// ClickHouse migration 0006.
+	Attribution: {"", "conversions_daily_attribution", "attribution", "attribution", noExtra, func(r *Row, key, _, _ string) { r.Attribution = key }},
 }
+
+const convsDaily = "conversions_daily"
 
 var scopeColumns = map[string]string{
 	identity.Advertiser: "advertiser_id",
@@ -322,7 +331,9 @@ func sortRows(rows []Row, g GroupBy) {
 		slices.SortFunc(rows, func(a, b Row) int { return a.Day.Compare(b.Day) })
 		return
 	}
-	key := func(r Row) string { return r.ProgramID + "\x00" + r.AffiliateID + "\x00" + r.LinkID + "\x00" + r.Sub1 }
+	key := func(r Row) string {
+		return r.ProgramID + "\x00" + r.AffiliateID + "\x00" + r.LinkID + "\x00" + r.Sub1 + "\x00" + r.Attribution
+	}
 	slices.SortFunc(rows, func(a, b Row) int {
 		switch {
 		case a.Clicks != b.Clicks:
@@ -368,6 +379,9 @@ type clickFigures struct {
 }
 
 func (s *Service) clicks(ctx context.Context, g grouping, where string, args []any) ([]clickFigures, error) {
+	if g.clicksTable == "" {
+		return nil, nil
+	}
 	q := "SELECT " + g.key + ", " + g.extra + ", sum(clicks), sum(unique_clicks) FROM " +
 		s.db + "." + g.clicksTable + " WHERE " + where + " GROUP BY " + g.column
 	rows, err := s.conn.Query(ctx, q, args...)
@@ -429,7 +443,7 @@ func (s *Service) conversions(ctx context.Context, g grouping, where string, arg
 	}
 	// The amounts are Decimal(38, 0) (migration 0005): read as text, as no Go integer holds them.
 	q := "SELECT " + g.key + ", " + g.extra + ", currency, status, sum(conversions), toString(sum(sale_amount)), toString(sum(commission)) FROM " +
-		s.db + ".conversions_daily WHERE " + where + " GROUP BY " + g.column + ", currency, status"
+		s.db + "." + g.convsTable + " WHERE " + where + " GROUP BY " + g.column + ", currency, status"
 	rows, err := s.conn.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("stats: query conversions: %w", err)

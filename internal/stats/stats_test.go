@@ -114,15 +114,27 @@ func seeded(t *testing.T) *stats.Service {
 		t.Fatal(err)
 	}
 	conv := func(id, day, adv, aff, program, link, currency, status string, commission int64) ingest.Conversion {
+		attribution := "click"
+		if link == "" {
+			attribution = "coupon"
+		}
 		return ingest.Conversion{EventID: "evt_" + id, ID: id, Version: 1, Status: status, Currency: currency, Amount: commission * 10,
-			Commission: commission, OccurredAt: date(day).Add(2 * time.Hour), AdvertiserID: adv, ProgramID: program, AffiliateID: aff, LinkID: link}
+			Commission: commission, OccurredAt: date(day).Add(2 * time.Hour), AdvertiserID: adv, ProgramID: program, AffiliateID: aff, LinkID: link,
+			Attribution: attribution}
 	}
 	_, err := w.WriteConversions(ctx, []ingest.Conversion{
 		conv("cnv_1", "2026-06-10", "co_a", "co_x", "prg_a1", "lnk_a1x", "EUR", stats.Approved, 700),
 		conv("cnv_2", "2026-06-12", "co_a", "co_x", "prg_a2", "lnk_a2x", "EUR", stats.Pending, 300),
 		conv("cnv_3", "2026-06-10", "co_b", "co_x", "prg_b1", "lnk_b1x", "USD", stats.Paid, 900),
+		conv("cnv_4", "2026-06-11", "co_a", "co_y", "prg_a2", "", "EUR", stats.Pending, 50),
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The coupon conversion is rejected later: it leaves its attribution's earning figures.
+	rejected := conv("cnv_4", "2026-06-11", "co_a", "co_y", "prg_a2", "", "EUR", stats.Rejected, 50)
+	rejected.Version, rejected.EventID = 2, "evt_cnv_4_2"
+	if _, err := w.WriteConversions(ctx, []ingest.Conversion{rejected}); err != nil {
 		t.Fatal(err)
 	}
 	return stats.New(conn, db, stats.Options{Now: func() time.Time { return today }})
@@ -140,15 +152,17 @@ func TestQueryGroupsScopesAndOrdersRows(t *testing.T) {
 		want  string // the rows, one "key:clicks/conversions/commission currency" each
 	}{
 		{"an advertiser by day gets every day, zeros included", advA, stats.Params{From: date("2026-06-09"), To: date("2026-06-12")},
-			"2026-06-09:0/0/0 EUR 2026-06-10:7/1/700 EUR 2026-06-11:0/0/0 EUR 2026-06-12:3/1/300 EUR"},
+			"2026-06-09:0/0/0 EUR 2026-06-10:7/1/700 EUR 2026-06-11:0/1/0 EUR 2026-06-12:3/1/300 EUR"},
 		{"an advertiser by program, most clicks first", advA, stats.Params{From: date("2026-06-01"), To: date("2026-06-30"), GroupBy: stats.Program},
-			"prg_a1:5/1/700 EUR prg_a2:5/1/300 EUR"},
+			"prg_a1:5/1/700 EUR prg_a2:5/2/300 EUR"},
 		{"an advertiser by affiliate", advA, stats.Params{From: date("2026-06-01"), To: date("2026-06-30"), GroupBy: stats.Affiliate},
-			"co_x:8/2/1000 EUR co_y:2/0/0 EUR"},
+			"co_x:8/2/1000 EUR co_y:2/1/0 EUR"},
 		{"a program filter narrows the rows", advA, stats.Params{From: date("2026-06-01"), To: date("2026-06-30"), GroupBy: stats.Link, ProgramID: "prg_a2"},
-			"lnk_a2x:3/1/300 EUR lnk_a2y:2/0/0 EUR"},
+			"lnk_a2x:3/1/300 EUR lnk_a2y:2/0/0 EUR prg_a2co_y:0/1/0 EUR"},
 		{"an affiliate sees its traffic at every advertiser, in one currency", affX, stats.Params{From: date("2026-06-01"), To: date("2026-06-30"), GroupBy: stats.Program, Currency: "USD"},
 			"prg_b1:9/1/900 USD prg_a1:5/0/0 USD prg_a2:3/0/0 USD"},
+		{"an advertiser by attribution: conversions only, no clicks", advA, stats.Params{From: date("2026-06-01"), To: date("2026-06-30"), GroupBy: stats.Attribution},
+			"click:0/2/1000 EUR coupon:0/1/0 EUR"},
 		{"a range outside the traffic is empty", advA, stats.Params{From: date("2026-05-01"), To: date("2026-05-31"), GroupBy: stats.Sub1}, ""},
 	}
 	for _, tt := range tests {
@@ -159,7 +173,7 @@ func TestQueryGroupsScopesAndOrdersRows(t *testing.T) {
 			}
 			var got []string
 			for _, r := range rows {
-				k := r.ProgramID + r.AffiliateID + r.Sub1
+				k := r.ProgramID + r.AffiliateID + r.Sub1 + r.Attribution
 				switch {
 				case !r.Day.IsZero():
 					k = r.Day.Format(time.DateOnly)

@@ -35,15 +35,22 @@ type receipt struct {
 	id    string
 	count int // times the receiver took it: more than one is a duplicate (allowed, same webhook-id)
 	event struct {
-		Event string `json:"event"`
-		Data  struct {
-			ID     string `json:"id"`
-			Type   string `json:"type"`
-			Amount string `json:"amount"`
-			Status string `json:"status"`
-		} `json:"data"`
-		Timestamp string `json:"timestamp"`
+		Event     string      `json:"event"`
+		Data      receiptData `json:"data"`
+		Timestamp string      `json:"timestamp"`
 	}
+}
+
+// receiptData is the data of a delivery as a receiver took it.
+type receiptData struct {
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Amount string `json:"amount"`
+	Status string `json:"status"`
+	// What attributed a conversion: added beside the fields above.
+	Attribution string `json:"attribution"`
+	CouponCode  string `json:"coupon_code"`
+	CustomerID  string `json:"customer_id"`
 }
 
 func newReceiver(t testing.TB, name, sigHeader string) *receiver {

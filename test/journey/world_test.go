@@ -40,18 +40,7 @@ func setUp(t testing.TB, s *stack) *world {
 	w.aff = s.signUp("affiliate", "Journey Blog")
 	// Both companies subscribe before anything happens, so every event has its receivers.
 	for _, c := range []*company{w.adv, w.aff} {
-		wr := s.newReceiver(t, c.Kind+"-webhook", "X-Webhook-Signature")
-		id, secret := s.subscribeWebhook(t, c, wr.url)
-		wr.setSecret(t, secret)
-		w.webhooks[c.ID], w.webhookIDs[c.ID] = wr, id
-
-		pr := s.newReceiver(t, c.Kind+"-postback", "x-svc-signature")
-		var pb struct {
-			Secret string `json:"secret"`
-		}
-		s.call(apiCall{method: "PUT", path: "/api/postbacks", as: c, auth: "session", body: map[string]string{"url": pr.url}}, &pb, http.StatusOK)
-		pr.setSecret(t, pb.Secret)
-		w.postbacks[c.ID] = pr
+		w.receive(t, c)
 	}
 
 	var prg struct {
@@ -87,6 +76,24 @@ func setUp(t testing.TB, s *stack) *world {
 	}
 	w.linkCode = link.Code
 	return w
+}
+
+// receive subscribes a webhook receiver and a postback receiver of the company.
+func (w *world) receive(t testing.TB, c *company) {
+	t.Helper()
+	s := w.s
+	wr := s.newReceiver(t, c.Kind+"-webhook", "X-Webhook-Signature")
+	id, secret := s.subscribeWebhook(t, c, wr.url)
+	wr.setSecret(t, secret)
+	w.webhooks[c.ID], w.webhookIDs[c.ID] = wr, id
+
+	pr := s.newReceiver(t, c.Kind+"-postback", "x-svc-signature")
+	var pb struct {
+		Secret string `json:"secret"`
+	}
+	s.call(apiCall{method: "PUT", path: "/api/postbacks", as: c, auth: "session", body: map[string]string{"url": pr.url}}, &pb, http.StatusOK)
+	pr.setSecret(t, pb.Secret)
+	w.postbacks[c.ID] = pr
 }
 
 // newReceiver starts a receiver where the stack's components can reach it.

@@ -161,6 +161,31 @@ func TestAFailedMigrationIsRetriedAndRecordedOnlyOnceItSucceeds(t *testing.T) {
 	assertOneRowPerVersion(t, conn, db, []uint32{1, 2})
 }
 
+// A retried migration whose ADD COLUMN ran before the crash finds the column there: that
+// statement is done, and the rest of the file runs. Other failures still fail.
+func TestARetriedMigrationSkipsAColumnItAddedBefore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn, db := openTestDatabase(t)
+	files := fstest.MapFS{
+		"0001_a.sql": {Data: []byte("CREATE TABLE IF NOT EXISTS {db}.a (x UInt8) ENGINE = MergeTree ORDER BY x;\n" +
+			"ALTER TABLE {db}.a ADD COLUMN y String DEFAULT 'click';\nSELECT 1;\n")},
+	}
+	if err := migrate(ctx, conn, db, files, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Exec(ctx, "DROP TABLE "+db+".schema_migrations"); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, conn, db, files, nil); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	other := fstest.MapFS{"0002_b.sql": {Data: []byte("ALTER TABLE {db}.a ADD COLUMN z NoSuchType;\n")}}
+	if err := migrate(ctx, conn, db, other, nil); err == nil {
+		t.Fatal("a failing ADD COLUMN of another kind passed")
+	}
+}
+
 func TestLoadRejectsFilesItCannotOrder(t *testing.T) {
 	t.Parallel()
 	const stmt = "SELECT 1;"

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
@@ -93,7 +95,7 @@ func migrate(ctx context.Context, conn driver.Conn, database string, files fs.FS
 func apply(ctx context.Context, conn driver.Conn, database string, m migration, log *slog.Logger) error {
 	log.Info("clickhouse: applying migration", "database", database, "version", m.version, "name", m.name)
 	for i, stmt := range m.statements {
-		if err := conn.Exec(ctx, qualify(stmt, database)); err != nil {
+		if err := conn.Exec(ctx, qualify(stmt, database)); err != nil && !columnAlreadyAdded(stmt, err) {
 			return fmt.Errorf("clickhouse: migration %04d_%s, statement %d of %d: %w",
 				m.version, m.name, i+1, len(m.statements), err)
 		}
@@ -102,6 +104,20 @@ func apply(ctx context.Context, conn driver.Conn, database string, m migration, 
 		return fmt.Errorf("clickhouse: record migration %04d_%s: %w", m.version, m.name, err)
 	}
 	return nil
+}
+
+// addColumn matches a statement that adds one column, the only ALTER that cannot say IF NOT
+// EXISTS on ClickHouse 18.16.
+var addColumn = regexp.MustCompile(`(?is)^\s*ALTER\s+TABLE\s+\S+\s+ADD\s+COLUMN\s+[^,]+$`)
+
+// columnAlreadyAdded reports whether stmt adds a single column and failed because the column
+// exists: a migration retried after a crash between its statements finds its own column, and
+// that statement is done. ClickHouse answers 44 (ILLEGAL_COLUMN) on 18.16, 15
+// (DUPLICATE_COLUMN) on some later versions.
+func columnAlreadyAdded(stmt string, err error) bool {
+	var ex *clickhouse.Exception
+	return addColumn.MatchString(stmt) && errors.As(err, &ex) && (ex.Code == 44 || ex.Code == 15) &&
+		strings.Contains(strings.ToLower(ex.Message), "already exists")
 }
 
 func appliedVersions(ctx context.Context, conn driver.Conn, database string) (map[uint32]bool, error) {

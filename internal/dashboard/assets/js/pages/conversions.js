@@ -23,11 +23,19 @@ function updateSelection() {
   count.textContent = selected.size ? t('conversions.selected', { n: fmt.number(selected.size) }) : '';
 }
 
+// attribution says what put the conversion on the affiliate, and the click, code or customer
+// behind it.
+function attribution(c) {
+  const ref = { click: c.click_id, coupon: c.coupon_code, customer: c.customer_id }[c.attribution];
+  return h('div', {}, t('attribution.' + c.attribution), ref ? h('br') : '', ref ? h('small', { class: 'mono muted' }, ref) : '');
+}
+
 function render() {
   const columns = [
     { label: t('conversions.occurred'), render: (c) => fmt.dateTime(c.occurred_at) },
     { label: t('conversions.order'), class: 'mono', render: (c) => c.external_id },
     { label: t('conversions.type'), render: (c) => t('conversion_type.' + c.type) },
+    { label: t('conversions.attribution'), render: attribution },
     { label: t('conversions.sale'), class: 'num', render: (c) => fmt.money(c.amount, c.currency) },
     { label: t('stats.commission'), class: 'num', render: (c) => fmt.money(c.commission.amount, c.commission.currency) },
     { label: t('common.status'), render: (c) => badge(c.commission.status) },

@@ -1,9 +1,12 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, clearFlash, h, rowAction, showError, table } from '../ui.js';
+import { badge, busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
 
 const advertiser = boot.kind === 'advertiser';
 const canDecide = advertiser && boot.role !== 'member';
+const couponSection = document.getElementById('coupons-section');
+const couponForm = document.getElementById('coupon-form');
+let shown = null;
 const form = document.getElementById('filter-form');
 const container = document.getElementById('partnerships');
 let names = new Map();
@@ -21,10 +24,11 @@ async function load() {
       { label: t('partnerships.message'), render: (p) => p.message || '–' },
       { label: t('common.created'), render: (p) => fmt.dateTime(p.created_at) },
       { label: t('common.status'), render: (p) => badge(p.status) },
-      canDecide && { label: t('common.actions'), render: (p) => h('div', { class: 'row' },
-        p.status === 'pending' && h('button', { type: 'button', onclick: () => act(p, 'approve') }, t('partnerships.approve')),
-        p.status === 'pending' && h('button', { type: 'button', class: 'danger', onclick: () => act(p, 'reject') }, t('partnerships.reject')),
-        p.status === 'approved' && h('button', { type: 'button', class: 'danger', onclick: () => act(p, 'suspend') }, t('partnerships.suspend'))) },
+      { label: t('common.actions'), render: (p) => h('div', { class: 'row' },
+        h('button', { type: 'button', onclick: () => showCoupons(p), 'aria-label': t('coupons.of', { name: names.get(p.program_id) || p.program_id }) }, t('coupons.title')),
+        canDecide && p.status === 'pending' && h('button', { type: 'button', onclick: () => act(p, 'approve') }, t('partnerships.approve')),
+        canDecide && p.status === 'pending' && h('button', { type: 'button', class: 'danger', onclick: () => act(p, 'reject') }, t('partnerships.reject')),
+        canDecide && p.status === 'approved' && h('button', { type: 'button', class: 'danger', onclick: () => act(p, 'suspend') }, t('partnerships.suspend'))) },
     ].filter(Boolean);
     table(container, columns, page.data, { caption: t('page.partnerships.title'), empty: t('partnerships.empty') });
   } catch (err) {
@@ -37,6 +41,44 @@ async function act(p, action) {
   if (action !== 'approve' && !confirm(t('partnerships.confirm_' + action))) return;
   await rowAction(container, p.id, () => api.post(`/api/partnerships/${encodeURIComponent(p.id)}/${action}`),
     t('partnerships.done_' + action), load);
+}
+
+// showCoupons lists a partnership's coupon codes: the advertiser gives them, the affiliate
+// hands them out.
+async function showCoupons(p) {
+  shown = p;
+  couponSection.hidden = false;
+  document.getElementById('coupons-of').textContent = `${names.get(p.program_id) || p.program_id}${advertiser ? ' · ' + p.affiliate_id : ''}`;
+  try {
+    const page = await api.get(`/api/partnerships/${encodeURIComponent(p.id)}/coupon-codes`, { limit: 100 });
+    table(document.getElementById('coupons'), [
+      { label: t('coupons.code'), class: 'mono', render: (k) => k.code },
+      { label: t('common.created'), render: (k) => fmt.dateTime(k.created_at) },
+    ], page.data, { caption: t('coupons.title'), empty: t('coupons.empty') });
+  } catch (err) {
+    showError(err);
+  }
+  document.getElementById('coupons-title').focus();
+}
+
+if (couponForm) {
+  if (boot.role === 'member') couponForm.hidden = true;
+  couponForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clearFlash();
+    const code = couponForm.code.value.trim();
+    if (!code) { flash(t('common.fill_required'), 'error'); couponForm.code.focus(); return; }
+    await busy(couponForm, async () => {
+      try {
+        await api.post(`/api/partnerships/${encodeURIComponent(shown.id)}/coupon-codes`, { code });
+        flash(t('coupons.added', { code }));
+        couponForm.reset();
+        await showCoupons(shown);
+      } catch (err) {
+        showError(err);
+      }
+    });
+  });
 }
 
 form.addEventListener('submit', (e) => { e.preventDefault(); clearFlash(); load(); });

@@ -14,7 +14,12 @@ let shownProgram = null;
 
 export function ruleText(rule, currency) {
   if (!rule) return '–';
-  return rule.type === 'percent' ? t('programs.rule_percent_of', { percent: fmt.number(rule.percent) }) : fmt.money(rule.amount, rule.currency || currency);
+  const base = rule.type === 'percent' ? t('programs.rule_percent_of', { percent: fmt.number(rule.percent) }) : fmt.money(rule.amount, rule.currency || currency);
+  return rule.recurring ? `${base} · ${recurringText(rule.recurring)}` : base;
+}
+
+function recurringText(r) {
+  return r.lifetime ? t('programs.recurring_lifetime') : t('programs.recurring_for', { n: fmt.number(r.months) });
 }
 
 async function listAll(path, query = {}) {
@@ -82,6 +87,11 @@ function edit(p) {
   form.currency.value = p.currency;
   form.rule.value = p.commission.type;
   form.value.value = p.commission.type === 'percent' ? p.commission.percent : p.commission.amount;
+  const rec = p.commission.recurring;
+  form.recurring.value = rec ? (rec.lifetime ? 'lifetime' : 'months') : '';
+  form.recurring_months.value = rec && rec.months ? rec.months : 12;
+  form.customer_window_days.value = p.customer_window_days ?? '';
+  form.attribution_rule.value = p.attribution_rule;
   form.attribution_window_days.value = p.attribution_window_days;
   form.hold_days.value = p.hold_days ?? '';
   form.visibility.value = p.visibility;
@@ -92,11 +102,16 @@ function edit(p) {
 
 function programBody() {
   const rule = form.rule.value;
+  const commission = rule === 'percent' ? { type: rule, percent: form.value.value.trim() } : { type: rule, amount: form.value.value.trim() };
+  if (form.recurring.value === 'lifetime') commission.recurring = { lifetime: true };
+  if (form.recurring.value === 'months') commission.recurring = { months: Number(form.recurring_months.value) };
   const body = {
     name: form.name.value.trim(),
     landing_url: form.landing_url.value.trim(),
     currency: form.currency.value.trim().toUpperCase(),
-    commission: rule === 'percent' ? { type: rule, percent: form.value.value.trim() } : { type: rule, amount: form.value.value.trim() },
+    commission,
+    attribution_rule: form.attribution_rule.value,
+    customer_window_days: form.customer_window_days.value === '' ? null : Number(form.customer_window_days.value),
     visibility: form.visibility.value,
     status: form.status.value,
     hold_days: form.hold_days.value === '' ? null : Number(form.hold_days.value),
