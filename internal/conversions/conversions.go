@@ -13,6 +13,7 @@
 package conversions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/rates"
 )
 
 // Conversion types.
@@ -72,13 +74,30 @@ type Conversion struct {
 	ClickedAt     time.Time
 	ExternalID    string
 	Type          string
-	Amount        int64 // minor units of Currency
+	Amount        int64 // minor units of Currency, the program's (converted when Exchange is set)
 	Currency      string
 	OccurredAt    time.Time
 	Metadata      json.RawMessage // a JSON object
 	Source        string
 	CreatedAt     time.Time
-	Commission    Commission
+	// Exchange is the snapshot of a conversion reported in another currency; nil otherwise.
+	Exchange   *Exchange
+	Commission Commission
+}
+
+// Exchange is how a conversion reported in another currency than its program's was
+// converted. It is written with the conversion (and copied onto its commission) and never
+// changes, so a later correction of the rate leaves it alone.
+type Exchange struct {
+	OriginalAmount   int64 // minor units of OriginalCurrency, as reported
+	OriginalCurrency string
+	// Rate is the canonical decimal of the rate used: one OriginalCurrency is worth Rate of
+	// the program currency.
+	Rate     string
+	RateDate time.Time // the day of the rate (midnight UTC)
+	// ConvertedAmount is OriginalAmount * Rate in minor units of the program currency,
+	// rounded half up (money.Convert).
+	ConvertedAmount int64
 }
 
 // NewConversion is what an advertiser reports.
@@ -88,7 +107,8 @@ type NewConversion struct {
 	Type       string // empty: sale
 	// Amount is the sale amount, a decimal string in Currency; empty means zero.
 	Amount string
-	// Currency must be the program's; empty means the program's.
+	// Currency is the currency of Amount; empty means the program's. Another currency is
+	// converted with the rate in force on OccurredAt's day (Exchange).
 	Currency string
 	// OccurredAt is when the conversion happened; zero means now.
 	OccurredAt time.Time
@@ -124,8 +144,9 @@ var (
 	ErrClickNotReady = errors.New("the click is not recorded yet")
 	// ErrClickExpired: the conversion occurred before the click or after the window.
 	ErrClickExpired = errors.New("the click is outside the program's attribution window")
-	// ErrCurrencyMismatch: the conversion's currency is not the program's.
-	ErrCurrencyMismatch = errors.New("the currency is not the program's")
+	// ErrNoExchangeRate: the conversion is in another currency than the program's and no
+	// rate of the pair is in force on its day (a *rates.NoRateError says which).
+	ErrNoExchangeRate = rates.ErrNoRate
 	// ErrAttributionUnavailable: the click store did not answer.
 	ErrAttributionUnavailable = errors.New("the click store is unavailable")
 )
@@ -152,6 +173,15 @@ type Options struct {
 	FutureSkew time.Duration
 	// ClickIDs verify signed click ids; the zero Keys verifies none, which leaves plain ids.
 	ClickIDs clickid.Keys
+	// Rates finds the exchange rate of a conversion in another currency; nil: the rates
+	// kept in the same Postgres (rates.Service).
+	Rates RateFinder
+}
+
+// RateFinder finds the rate of base/quote a company keeps that is in force on the day of
+// at, at most maxAgeDays before it; a *rates.NoRateError when there is none.
+type RateFinder interface {
+	InForce(ctx context.Context, companyID, base, quote string, at time.Time, maxAgeDays int) (rates.Rate, error)
 }
 
 // Service is the conversions, commissions and payouts store.
@@ -159,6 +189,7 @@ type Service struct {
 	db       *pgxpool.Pool
 	clicks   ClickFinder
 	clickIDs clickid.Keys
+	rates    RateFinder
 	now      func() time.Time
 	lag      time.Duration
 	skew     time.Duration
@@ -175,13 +206,17 @@ func New(db *pgxpool.Pool, clicks ClickFinder, o Options) *Service {
 	if o.FutureSkew <= 0 {
 		o.FutureSkew = DefaultFutureSkew
 	}
-	return &Service{db: db, clicks: clicks, clickIDs: o.ClickIDs, now: func() time.Time { return o.Now().UTC() }, lag: o.IngestLag, skew: o.FutureSkew}
+	if o.Rates == nil {
+		o.Rates = rates.New(db, o.Now)
+	}
+	return &Service{db: db, clicks: clicks, clickIDs: o.ClickIDs, rates: o.Rates, now: func() time.Time { return o.Now().UTC() }, lag: o.IngestLag, skew: o.FutureSkew}
 }
 
 // terms are what the program and the partnership say about a conversion.
 type terms struct {
 	currency      string
 	windowDays    int
+	rateAgeDays   int
 	holdDays      *int
 	partnershipID string
 	ruleType      string
@@ -212,7 +247,7 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		}
 		return Conversion{}, false, err
 	}
-	c, err := s.build(in, click, t, now)
+	c, err := s.build(ctx, in, click, t, now)
 	if err != nil {
 		return firstOr(err)
 	}
@@ -220,11 +255,13 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO conversions (id, program_id, advertiser_id, affiliate_id,
 			partnership_id, link_id, click_id, promotion_id, sub1, clicked_at, external_id, type, amount,
-			currency, occurred_at, metadata, source, created_at)
-			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			currency, occurred_at, metadata, source, created_at, `+exchangeInsert+`)
+			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+			$19, $20, $21, $22, $23)
 			ON CONFLICT (program_id, external_id) DO NOTHING`,
-			c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
-			c.Sub1, c.ClickedAt, c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source, c.CreatedAt)
+			append([]any{c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
+				c.Sub1, c.ClickedAt, c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source,
+				c.CreatedAt}, c.Exchange.values()...)...)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
 			// A data exception: the only input not checked field by field is the metadata
@@ -243,9 +280,10 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		m := c.Commission
 		if _, err := tx.Exec(ctx, `INSERT INTO commissions (id, conversion_id, program_id, advertiser_id,
 			affiliate_id, occurred_at, amount, currency, rule_type, rule_value, status, hold_until, version,
-			created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
-			m.ID, m.ConversionID, m.ProgramID, m.AdvertiserID, m.AffiliateID, m.OccurredAt, m.Amount, m.Currency,
-			m.RuleType, m.RuleValue, m.Status, m.HoldUntil, m.Version, m.CreatedAt); err != nil {
+			created_at, updated_at, `+exchangeInsert+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19)`,
+			append([]any{m.ID, m.ConversionID, m.ProgramID, m.AdvertiserID, m.AffiliateID, m.OccurredAt, m.Amount, m.Currency,
+				m.RuleType, m.RuleValue, m.Status, m.HoldUntil, m.Version, m.CreatedAt}, m.Exchange.values()...)...); err != nil {
 			return fmt.Errorf("insert commission: %w", err)
 		}
 		return emit(ctx, tx, c, "")
@@ -339,11 +377,11 @@ func (s *Service) terms(ctx context.Context, advertiserID string, click Click) (
 	var t terms
 	var ptnID, ptnType *string
 	var ptnValue *int64
-	err := s.db.QueryRow(ctx, `SELECT p.currency, p.attribution_window_days, p.hold_days, p.commission_type,
+	err := s.db.QueryRow(ctx, `SELECT p.currency, p.attribution_window_days, p.max_rate_age_days, p.hold_days, p.commission_type,
 		p.commission_value, pt.id, pt.commission_type, pt.commission_value
 		FROM programs p LEFT JOIN partnerships pt ON pt.program_id = p.id AND pt.affiliate_id = $3
 		WHERE p.id = $1 AND p.advertiser_id = $2`, click.ProgramID, advertiserID, click.AffiliateID).
-		Scan(&t.currency, &t.windowDays, &t.holdDays, &t.ruleType, &t.ruleValue, &ptnID, &ptnType, &ptnValue)
+		Scan(&t.currency, &t.windowDays, &t.rateAgeDays, &t.holdDays, &t.ruleType, &t.ruleValue, &ptnID, &ptnType, &ptnValue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return terms{}, fmt.Errorf("%w: the program of click %s no longer exists", ErrUnknownClick, click.ID)
 	}
@@ -359,8 +397,9 @@ func (s *Service) terms(ctx context.Context, advertiserID string, click Click) (
 	return t, nil
 }
 
-// build checks the conversion against the click and the terms and computes its commission.
-func (s *Service) build(in NewConversion, click Click, t terms, now time.Time) (Conversion, error) {
+// build checks the conversion against the click and the terms, converts its amount when it
+// is in another currency, and computes its commission.
+func (s *Service) build(ctx context.Context, in NewConversion, click Click, t terms, now time.Time) (Conversion, error) {
 	// ClickHouse keeps the click time truncated to the second, and an advertiser may send
 	// occurred_at in whole seconds: a conversion in the click's own second is never taken
 	// for one before it, whichever store the click time came from.
@@ -371,12 +410,17 @@ func (s *Service) build(in NewConversion, click Click, t terms, now time.Time) (
 		return Conversion{}, fmt.Errorf("%w: the click was at %s and the window is %d days",
 			ErrClickExpired, click.OccurredAt.Format(time.RFC3339), t.windowDays)
 	}
-	if in.Currency != "" && in.Currency != t.currency {
-		return Conversion{}, fmt.Errorf("%w: the program pays in %s, the conversion says %s", ErrCurrencyMismatch, t.currency, in.Currency)
-	}
-	amount, err := money.Parse(in.Amount, t.currency)
+	currency := cmp.Or(in.Currency, t.currency)
+	amount, err := money.Parse(in.Amount, currency)
 	if err != nil {
-		return Conversion{}, invalid("amount", "must be a non-negative decimal with at most %d decimals for %s", money.Exponent(t.currency), t.currency)
+		return Conversion{}, invalid("amount", "must be a non-negative decimal with at most %d decimals for %s", money.Exponent(currency), currency)
+	}
+	var ex *Exchange
+	if currency != t.currency {
+		if ex, err = s.exchange(ctx, click.AdvertiserID, amount, currency, t, in.OccurredAt); err != nil {
+			return Conversion{}, err
+		}
+		amount = ex.ConvertedAmount
 	}
 	commission, err := commissionAmount(t.ruleType, t.ruleValue, amount)
 	if err != nil {
@@ -387,18 +431,35 @@ func (s *Service) build(in NewConversion, click Click, t terms, now time.Time) (
 		AffiliateID: click.AffiliateID, PartnershipID: t.partnershipID, LinkID: click.LinkID, ClickID: click.ID,
 		PromotionID: click.PromotionID, Sub1: sanitize(click.Sub1), ClickedAt: click.OccurredAt, ExternalID: in.ExternalID,
 		Type: in.Type, Amount: amount, Currency: t.currency, OccurredAt: in.OccurredAt, Metadata: in.Metadata,
-		Source: in.Source, CreatedAt: now,
+		Source: in.Source, CreatedAt: now, Exchange: ex,
 	}
 	c.Commission = Commission{
 		ID: ids.New(ids.Commission), ConversionID: c.ID, ProgramID: c.ProgramID, AdvertiserID: c.AdvertiserID,
 		AffiliateID: c.AffiliateID, OccurredAt: c.OccurredAt, Amount: commission, Currency: t.currency,
 		RuleType: t.ruleType, RuleValue: t.ruleValue, Status: Pending, Version: 1, CreatedAt: now, UpdatedAt: now,
+		Exchange: ex,
 	}
 	if t.holdDays != nil {
 		h := now.Add(time.Duration(*t.holdDays) * 24 * time.Hour)
 		c.Commission.HoldUntil = &h
 	}
 	return c, nil
+}
+
+// exchange converts amount (minor units of currency) into the program currency with the
+// rate the advertiser keeps that is in force on the conversion's day. Only the rate of
+// currency/program currency counts: the inverse pair is never inverted, as a rate read the
+// other way round would be a rate nobody set (and its rounding one nobody chose).
+func (s *Service) exchange(ctx context.Context, advertiserID string, amount int64, currency string, t terms, at time.Time) (*Exchange, error) {
+	r, err := s.rates.InForce(ctx, advertiserID, currency, t.currency, at, t.rateAgeDays)
+	if err != nil {
+		return nil, err
+	}
+	converted, err := money.Convert(amount, currency, t.currency, r.Rate)
+	if err != nil {
+		return nil, invalid("amount", "is too large once converted to %s", t.currency)
+	}
+	return &Exchange{OriginalAmount: amount, OriginalCurrency: currency, Rate: r.Rate, RateDate: r.Day, ConvertedAmount: converted}, nil
 }
 
 // storable reports whether Postgres takes s as text: UTF-8 without NUL.
@@ -453,5 +514,6 @@ func scanConversion(row pgx.Row) (Conversion, error) {
 	c.Metadata = meta
 	c.ClickedAt, c.OccurredAt, c.CreatedAt = c.ClickedAt.UTC(), c.OccurredAt.UTC(), c.CreatedAt.UTC()
 	c.Commission.utc()
+	c.Exchange = c.Commission.Exchange // the same snapshot, written with both
 	return c, nil
 }

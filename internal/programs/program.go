@@ -20,7 +20,10 @@ import (
 // Defaults of a new program.
 const (
 	DefaultAttributionWindowDays = 30
-	DefaultClickParam            = "ps_click_id"
+	// DefaultMaxRateAgeDays: a conversion in another currency may use a rate of its own day
+	// or of up to this many days before (docs/conversions.md, "Another currency").
+	DefaultMaxRateAgeDays = 7
+	DefaultClickParam     = "ps_click_id"
 )
 
 // Program is an advertiser's affiliate program.
@@ -35,9 +38,11 @@ type Program struct {
 	Commission            Rule   `json:"commission"`
 	AttributionWindowDays int    `json:"attribution_window_days"`
 	// HoldDays before a pending commission is approved automatically; nil: never automatic.
-	HoldDays   *int   `json:"hold_days"`
-	Visibility string `json:"visibility"`
-	Status     string `json:"status"`
+	HoldDays *int `json:"hold_days"`
+	// MaxRateAgeDays is how many days before a conversion's date its exchange rate may be.
+	MaxRateAgeDays int    `json:"max_rate_age_days"`
+	Visibility     string `json:"visibility"`
+	Status         string `json:"status"`
 	// ClickParam is the query parameter that carries the click id to the landing page.
 	ClickParam string    `json:"click_param"`
 	CreatedAt  time.Time `json:"created_at"`
@@ -54,6 +59,7 @@ type ProgramInput struct {
 	Commission            *RuleInput `json:"commission"`
 	AttributionWindowDays *int       `json:"attribution_window_days"`
 	HoldDays              *int       `json:"hold_days"`
+	MaxRateAgeDays        *int       `json:"max_rate_age_days"`
 	Visibility            string     `json:"visibility"`
 	Status                string     `json:"status"`
 	ClickParam            string     `json:"click_param"`
@@ -70,6 +76,7 @@ type ProgramPatch struct {
 	Commission            Optional[*RuleInput] `json:"commission"`
 	AttributionWindowDays Optional[*int]       `json:"attribution_window_days"`
 	HoldDays              Optional[int]        `json:"hold_days"`
+	MaxRateAgeDays        Optional[*int]       `json:"max_rate_age_days"`
 	Visibility            Optional[string]     `json:"visibility"`
 	Status                Optional[string]     `json:"status"`
 	ClickParam            Optional[string]     `json:"click_param"`
@@ -111,6 +118,12 @@ func validProgram(in ProgramInput, v *validator) (Program, error) {
 		v.check(p.AttributionWindowDays >= 1 && p.AttributionWindowDays <= 365, "attribution_window_days", "must be 1 to 365")
 	}
 	v.check(p.HoldDays == nil || (*p.HoldDays >= 0 && *p.HoldDays <= 365), "hold_days", "must be 0 to 365, or null for no automatic approval")
+	if in.MaxRateAgeDays == nil {
+		v.add("max_rate_age_days", "is required")
+	} else {
+		p.MaxRateAgeDays = *in.MaxRateAgeDays
+		v.check(p.MaxRateAgeDays >= 0 && p.MaxRateAgeDays <= 365, "max_rate_age_days", "must be 0 to 365")
+	}
 	v.oneOf("visibility", p.Visibility, Public, Approval)
 	v.oneOf("status", p.Status, ProgramActive, ProgramPaused, ProgramArchived)
 	v.check(clickParamPattern.MatchString(p.ClickParam), "click_param", "must be 1 to 64 letters, digits, '_', '.' or '-'")
@@ -120,9 +133,9 @@ func validProgram(in ProgramInput, v *validator) (Program, error) {
 // input is the program as a complete input, the base a patch applies to.
 func (p Program) input() ProgramInput {
 	rule := p.Commission.Input()
-	window := p.AttributionWindowDays
+	window, rateAge := p.AttributionWindowDays, p.MaxRateAgeDays
 	return ProgramInput{Name: p.Name, Description: p.Description, LandingURL: p.LandingURL, Currency: p.Currency,
-		Commission: &rule, AttributionWindowDays: &window, HoldDays: p.HoldDays, Visibility: p.Visibility,
+		Commission: &rule, AttributionWindowDays: &window, HoldDays: p.HoldDays, MaxRateAgeDays: &rateAge, Visibility: p.Visibility,
 		Status: p.Status, ClickParam: p.ClickParam}
 }
 
@@ -134,6 +147,7 @@ func (pp ProgramPatch) apply(in ProgramInput, v *validator) ProgramInput {
 	patch(&in.Commission, pp.Commission, "commission", v)
 	patch(&in.AttributionWindowDays, pp.AttributionWindowDays, "attribution_window_days", v)
 	patchNullable(&in.HoldDays, pp.HoldDays)
+	patch(&in.MaxRateAgeDays, pp.MaxRateAgeDays, "max_rate_age_days", v)
 	patch(&in.Visibility, pp.Visibility, "visibility", v)
 	patch(&in.Status, pp.Status, "status", v)
 	patch(&in.ClickParam, pp.ClickParam, "click_param", v)
@@ -164,12 +178,12 @@ func patchNullable[T any](dst **T, o Optional[T]) {
 }
 
 const programColumns = `p.id, p.advertiser_id, p.name, p.description, p.landing_url, p.currency, p.commission_type,
-	p.commission_value, p.attribution_window_days, p.hold_days, p.visibility, p.status, p.click_param, p.created_at, p.updated_at`
+	p.commission_value, p.attribution_window_days, p.hold_days, p.max_rate_age_days, p.visibility, p.status, p.click_param, p.created_at, p.updated_at`
 
 func scanProgram(row pgx.CollectableRow) (Program, error) {
 	var p Program
 	err := row.Scan(&p.ID, &p.AdvertiserID, &p.Name, &p.Description, &p.LandingURL, &p.Currency, &p.Commission.Type,
-		&p.Commission.Value, &p.AttributionWindowDays, &p.HoldDays, &p.Visibility, &p.Status, &p.ClickParam, &p.CreatedAt, &p.UpdatedAt)
+		&p.Commission.Value, &p.AttributionWindowDays, &p.HoldDays, &p.MaxRateAgeDays, &p.Visibility, &p.Status, &p.ClickParam, &p.CreatedAt, &p.UpdatedAt)
 	p.Commission.Currency = p.Currency
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return p, err
@@ -249,6 +263,10 @@ func (s *Service) CreateProgram(ctx context.Context, a Actor, in ProgramInput) (
 		d := DefaultAttributionWindowDays
 		in.AttributionWindowDays = &d
 	}
+	if in.MaxRateAgeDays == nil {
+		d := DefaultMaxRateAgeDays
+		in.MaxRateAgeDays = &d
+	}
 	in.Visibility = cmp.Or(in.Visibility, Approval)
 	in.Status = cmp.Or(in.Status, ProgramActive)
 	in.ClickParam = cmp.Or(in.ClickParam, DefaultClickParam)
@@ -261,10 +279,10 @@ func (s *Service) CreateProgram(ctx context.Context, a Actor, in ProgramInput) (
 	now := s.now()
 	p.ID, p.AdvertiserID, p.CreatedAt, p.UpdatedAt = ids.New(ids.Program), a.CompanyID, now, now
 	_, err = s.db.Exec(ctx, `INSERT INTO programs (id, advertiser_id, name, description, landing_url, currency, commission_type,
-		commission_value, attribution_window_days, hold_days, visibility, status, click_param, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+		commission_value, attribution_window_days, hold_days, visibility, status, click_param, created_at, updated_at,
+		max_rate_age_days) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)`,
 		p.ID, p.AdvertiserID, p.Name, p.Description, p.LandingURL, p.Currency, p.Commission.Type, p.Commission.Value,
-		p.AttributionWindowDays, p.HoldDays, p.Visibility, p.Status, p.ClickParam, now)
+		p.AttributionWindowDays, p.HoldDays, p.Visibility, p.Status, p.ClickParam, now, p.MaxRateAgeDays)
 	if err != nil {
 		return Program{}, fmt.Errorf("create program: %w", err)
 	}
@@ -298,9 +316,9 @@ func (s *Service) UpdateProgram(ctx context.Context, a Actor, id string, pp Prog
 		next.ID, next.AdvertiserID, next.CreatedAt, next.UpdatedAt = cur.ID, cur.AdvertiserID, cur.CreatedAt, s.now()
 		if _, err := tx.Exec(ctx, `UPDATE programs SET name = $2, description = $3, landing_url = $4, commission_type = $5,
 			commission_value = $6, attribution_window_days = $7, hold_days = $8, visibility = $9, status = $10, click_param = $11,
-			updated_at = $12 WHERE id = $1`,
+			updated_at = $12, max_rate_age_days = $13 WHERE id = $1`,
 			next.ID, next.Name, next.Description, next.LandingURL, next.Commission.Type, next.Commission.Value,
-			next.AttributionWindowDays, next.HoldDays, next.Visibility, next.Status, next.ClickParam, next.UpdatedAt); err != nil {
+			next.AttributionWindowDays, next.HoldDays, next.Visibility, next.Status, next.ClickParam, next.UpdatedAt, next.MaxRateAgeDays); err != nil {
 			return fmt.Errorf("update program: %w", err)
 		}
 		if next.Status != cur.Status || next.LandingURL != cur.LandingURL || next.ClickParam != cur.ClickParam {

@@ -68,6 +68,20 @@ func (e *ImportError) Error() string {
 // ErrNoRate: no rate of the pair on the day or the days allowed before it.
 var ErrNoRate = errors.New("no exchange rate")
 
+// NoRateError is ErrNoRate for one pair and day.
+type NoRateError struct {
+	Base, Quote string
+	Day         time.Time
+	MaxAgeDays  int
+}
+
+func (e *NoRateError) Error() string {
+	return fmt.Sprintf("no %s/%s exchange rate on %s or the %d days before", e.Base, e.Quote, e.Day.Format(time.DateOnly), e.MaxAgeDays)
+}
+
+// Is makes a NoRateError match ErrNoRate.
+func (e *NoRateError) Is(target error) bool { return target == ErrNoRate }
+
 // Check validates a rate and returns it parsed.
 func Check(in NewRate) (Rate, error) {
 	var errs []FieldError
@@ -286,7 +300,7 @@ func (s *Service) InForce(ctx context.Context, companyID, base, quote string, at
 		WHERE company_id = $1 AND base = $2 AND quote = $3 AND day <= $4 AND day >= $5
 		ORDER BY day DESC LIMIT 1`, companyID, base, quote, day, day.AddDate(0, 0, -maxAgeDays)))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Rate{}, fmt.Errorf("%w for %s/%s on %s or up to %d days before", ErrNoRate, base, quote, day.Format(time.DateOnly), maxAgeDays)
+		return Rate{}, &NoRateError{Base: base, Quote: quote, Day: day, MaxAgeDays: maxAgeDays}
 	}
 	if err != nil {
 		return Rate{}, fmt.Errorf("read rate %s/%s: %w", base, quote, err)
