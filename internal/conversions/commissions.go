@@ -130,7 +130,7 @@ func commissionAmount(ruleType string, ruleValue, amount int64) (int64, error) {
 
 const commissionColumns = `c.id, c.conversion_id, c.program_id, c.advertiser_id, c.affiliate_id, c.occurred_at,
 	c.amount, c.currency, c.rule_type, c.rule_value, c.status, c.reason, c.hold_until, COALESCE(c.payout_id, ''),
-	c.version, c.created_at, c.updated_at, c.original_amount, c.original_currency, c.exchange_rate::text, c.rate_date,
+	c.version, c.created_at, c.updated_at, c.original_amount, c.original_currency, trim_scale(c.exchange_rate)::text, c.rate_date,
 	c.converted_amount`
 
 func (m *Commission) targets() []any {

@@ -1,10 +1,6 @@
 package conversions
 
-import (
-	"time"
-
-	"github.com/partnerstream/partnerstream/internal/money"
-)
+import "time"
 
 // exchangeInsert are the snapshot columns, the same on conversions and commissions.
 const exchangeInsert = `original_amount, original_currency, exchange_rate, rate_date, converted_amount`
@@ -17,7 +13,8 @@ func (e *Exchange) values() []any {
 	return []any{e.OriginalAmount, e.OriginalCurrency, e.Rate, e.RateDate, e.ConvertedAmount}
 }
 
-// exchangeColumns scans the nullable snapshot columns.
+// exchangeColumns scans the nullable snapshot columns (the rate read with trim_scale, so it
+// reads as it was set, without NUMERIC(24, 12)'s trailing zeros).
 type exchangeColumns struct {
 	amount, converted *int64
 	currency, rate    *string
@@ -28,14 +25,6 @@ func (x exchangeColumns) exchange() *Exchange {
 	if x.amount == nil || x.currency == nil || x.rate == nil || x.date == nil || x.converted == nil {
 		return nil
 	}
-	return &Exchange{OriginalAmount: *x.amount, OriginalCurrency: *x.currency, Rate: canonicalRate(*x.rate),
+	return &Exchange{OriginalAmount: *x.amount, OriginalCurrency: *x.currency, Rate: *x.rate,
 		RateDate: x.date.UTC(), ConvertedAmount: *x.converted}
-}
-
-// canonicalRate writes a stored rate (NUMERIC(24, 12) pads it with zeros) as it was set.
-func canonicalRate(stored string) string {
-	if r, err := money.ParseRate(stored); err == nil {
-		return r
-	}
-	return stored
 }

@@ -308,17 +308,15 @@ func (s *Service) InForce(ctx context.Context, companyID, base, quote string, at
 	return r, nil
 }
 
-const rateColumns = `company_id, base, quote, day, rate::text, updated_at`
+// rateColumns read the rate with trim_scale: as it was set (money.ParseRate's canonical
+// form), without NUMERIC(24, 12)'s trailing zeros.
+const rateColumns = `company_id, base, quote, day, trim_scale(rate)::text, updated_at`
 
 func scan(row pgx.Row) (Rate, error) {
 	var r Rate
 	if err := row.Scan(&r.CompanyID, &r.Base, &r.Quote, &r.Day, &r.Rate, &r.UpdatedAt); err != nil {
 		return Rate{}, err
 	}
-	canonical, err := money.ParseRate(r.Rate)
-	if err != nil {
-		return Rate{}, fmt.Errorf("stored rate %q: %w", r.Rate, err)
-	}
-	r.Rate, r.Day, r.UpdatedAt = canonical, r.Day.UTC(), r.UpdatedAt.UTC()
+	r.Day, r.UpdatedAt = r.Day.UTC(), r.UpdatedAt.UTC()
 	return r, nil
 }
