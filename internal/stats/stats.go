@@ -392,7 +392,11 @@ func currenciesOf(asked string, convs []conversionFigures) []string {
 	return found
 }
 
+// zeroAmounts are the amounts of a row without conversions: nil without currencies.
 func zeroAmounts(currencies []string) []Amount {
+	if len(currencies) == 0 {
+		return nil
+	}
 	out := make([]Amount, len(currencies))
 	for i, c := range currencies {
 		out[i].Currency = c
