@@ -22,6 +22,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/outbox"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/programs"
+	"github.com/partnerstream/partnerstream/internal/rates"
 	"github.com/partnerstream/partnerstream/internal/run"
 	"github.com/partnerstream/partnerstream/internal/stats"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
@@ -130,6 +131,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	srv.MountDeliveries(delivery.NewHistory(p.pg, nil), hookTargets, httpapi.DeliveriesOptions{Client: delivery.NewHTTPClient(allow, roots)})
 	srv.MountConversions(cnv)
 	srv.MountPayouts(cnv)
+	srv.MountRates(rates.New(p.pg, nil), httpapi.RatesOptions{Operators: s.api.OperatorCompanies})
 	srv.MountConversionPostback(cnv)
 	srv.MountStats(stats.New(p.ch, s.ch.Database, stats.Options{}))
 	srv.MountAccount(dashboard.NewAccountStore(p.pg))

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/partnerstream/partnerstream/internal/ids"
 )
 
 // Common settings every long-running component takes.
@@ -150,6 +152,9 @@ type API struct {
 	RateLimitWindow   time.Duration
 	FailedAuthLimit   int
 	WebhookSecretWait time.Duration
+	// OperatorCompanies run the platform: their owners and admins keep every company's
+	// exchange rates.
+	OperatorCompanies []string
 }
 
 func (a *API) Register(fs *pflag.FlagSet) {
@@ -158,6 +163,7 @@ func (a *API) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&a.RateLimitRequests, "rate-limit-requests", 1200, "requests per API key or session per window, per api replica (0 disables)")
 	fs.DurationVar(&a.RateLimitWindow, "rate-limit-window", time.Minute, "window of the per-credential rate limit")
 	fs.IntVar(&a.FailedAuthLimit, "failed-auth-limit", 20, "wrong API keys or session tokens one address may send per minute, per api replica, before it gets 429 for the rest of the minute (0 disables)")
+	fs.StringSliceVar(&a.OperatorCompanies, "operator-companies", nil, "comma-separated company ids (co_...) of the platform's operator: their owners and admins keep the exchange rates of every company")
 	fs.DurationVar(&a.WebhookSecretWait, "webhook-secret-wait", 10*time.Second, "how long creating or rotating a webhook waits for the controller to publish its secret")
 }
 
@@ -178,6 +184,11 @@ func (a *API) Validate() error {
 	}
 	if a.RateLimitWindow < time.Second {
 		return Invalid("rate-limit-window", errors.New("must be at least 1s"))
+	}
+	for _, id := range a.OperatorCompanies {
+		if !ids.Valid(ids.Company, id) {
+			return Invalid("operator-companies", fmt.Errorf("%q is not a company id (co_...)", id))
+		}
 	}
 	if a.WebhookSecretWait < time.Second || a.WebhookSecretWait > time.Minute {
 		return Invalid("webhook-secret-wait", errors.New("must be between 1s and 1m"))

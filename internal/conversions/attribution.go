@@ -1,6 +1,7 @@
 package conversions
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ type terms struct {
 	programID       string
 	currency        string
 	windowDays      int
+	rateAgeDays     int // how old an exchange rate may be (programs.DefaultMaxRateAgeDays)
 	holdDays        *int
 	attributionRule string
 	customerDays    *int // nil: bound for life
@@ -155,10 +157,10 @@ func (s *Service) terms(ctx context.Context, advertiserID, programID string, unk
 	t := terms{programID: programID}
 	var months *int
 	var lifetime bool
-	err := s.db.QueryRow(ctx, `SELECT currency, attribution_window_days, hold_days, commission_type, commission_value,
+	err := s.db.QueryRow(ctx, `SELECT currency, attribution_window_days, max_rate_age_days, hold_days, commission_type, commission_value,
 		attribution_rule, customer_window_days, recurring_months, recurring_lifetime
 		FROM programs WHERE id = $1 AND advertiser_id = $2`, programID, advertiserID).
-		Scan(&t.currency, &t.windowDays, &t.holdDays, &t.rule.typ, &t.rule.value, &t.attributionRule, &t.customerDays, &months, &lifetime)
+		Scan(&t.currency, &t.windowDays, &t.rateAgeDays, &t.holdDays, &t.rule.typ, &t.rule.value, &t.attributionRule, &t.customerDays, &months, &lifetime)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return terms{}, fmt.Errorf("%w: the program %s is not one of yours", unknown, programID)
 	}
@@ -190,23 +192,29 @@ func (t terms) ruleOf(ctx context.Context, q querier, affiliateID string) (rule,
 	return r, nil
 }
 
-// check checks the conversion against its click and the program, and reads its amount.
-func (s *Service) check(in NewConversion, cands []touch, t terms) (int64, error) {
+// check checks the conversion against its click and the program, and reads its amount in the
+// program currency: converted, with the snapshot of the rate, when it was reported in another.
+func (s *Service) check(ctx context.Context, advertiserID string, in NewConversion, cands []touch, t terms) (int64, *Exchange, error) {
 	for _, k := range cands {
 		if k.kind == AttributionClick {
 			if err := inWindow(k.click, in.OccurredAt, t.windowDays); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 		}
 	}
-	if in.Currency != "" && in.Currency != t.currency {
-		return 0, fmt.Errorf("%w: the program pays in %s, the conversion says %s", ErrCurrencyMismatch, t.currency, in.Currency)
-	}
-	amount, err := money.Parse(in.Amount, t.currency)
+	currency := cmp.Or(in.Currency, t.currency)
+	amount, err := money.Parse(in.Amount, currency)
 	if err != nil {
-		return 0, invalid("amount", "must be a non-negative decimal with at most %d decimals for %s", money.Exponent(t.currency), t.currency)
+		return 0, nil, invalid("amount", "must be a non-negative decimal with at most %d decimals for %s", money.Exponent(currency), currency)
 	}
-	return amount, nil
+	if currency == t.currency {
+		return amount, nil, nil
+	}
+	ex, err := s.exchange(ctx, advertiserID, amount, currency, t, in.OccurredAt)
+	if err != nil {
+		return 0, nil, err
+	}
+	return ex.ConvertedAmount, ex, nil
 }
 
 // inWindow checks that a conversion at at falls within the attribution window of click.
@@ -278,7 +286,7 @@ func bind(ctx context.Context, tx pgx.Tx, advertiserID, conversionID string, t t
 
 // build makes the conversion the touch won, with its commission under rule r: the rule's
 // amount if it earns, else zero.
-func build(id, advertiserID string, in NewConversion, won touch, t terms, r rule, amount int64, earns bool, now time.Time) (Conversion, error) {
+func build(id, advertiserID string, in NewConversion, won touch, t terms, r rule, amount int64, ex *Exchange, earns bool, now time.Time) (Conversion, error) {
 	commission := int64(0)
 	if earns {
 		var err error
@@ -290,6 +298,7 @@ func build(id, advertiserID string, in NewConversion, won touch, t terms, r rule
 		ID: id, ProgramID: t.programID, AdvertiserID: advertiserID, AffiliateID: won.affiliateID, PartnershipID: r.partnershipID,
 		ExternalID: in.ExternalID, Type: in.Type, Amount: amount, Currency: t.currency, OccurredAt: in.OccurredAt,
 		Metadata: in.Metadata, Source: in.Source, CreatedAt: now, Attribution: won.kind, CouponCode: won.coupon, CustomerID: in.CustomerID,
+		Exchange: ex,
 	}
 	if won.kind == AttributionClick {
 		k := won.click
@@ -299,6 +308,7 @@ func build(id, advertiserID string, in NewConversion, won touch, t terms, r rule
 		ID: ids.New(ids.Commission), ConversionID: c.ID, ProgramID: c.ProgramID, AdvertiserID: advertiserID, AffiliateID: c.AffiliateID,
 		OccurredAt: c.OccurredAt, Amount: commission, Currency: t.currency,
 		RuleType: r.typ, RuleValue: r.value, Status: Pending, Version: 1, CreatedAt: now, UpdatedAt: now,
+		Exchange: ex,
 	}
 	if t.holdDays != nil {
 		h := now.Add(time.Duration(*t.holdDays) * 24 * time.Hour)

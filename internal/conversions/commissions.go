@@ -71,6 +71,9 @@ type Commission struct {
 	Version      int64
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// Exchange is the conversion's exchange snapshot (nil in the program currency).
+	Exchange *Exchange
+	scanned  exchangeColumns
 }
 
 // TransitionError is a status change the state machine does not allow.
@@ -127,15 +130,19 @@ func commissionAmount(ruleType string, ruleValue, amount int64) (int64, error) {
 
 const commissionColumns = `c.id, c.conversion_id, c.program_id, c.advertiser_id, c.affiliate_id, c.occurred_at,
 	c.amount, c.currency, c.rule_type, c.rule_value, c.status, c.reason, c.hold_until, COALESCE(c.payout_id, ''),
-	c.version, c.created_at, c.updated_at`
+	c.version, c.created_at, c.updated_at, c.original_amount, c.original_currency, trim_scale(c.exchange_rate)::text, c.rate_date,
+	c.converted_amount`
 
 func (m *Commission) targets() []any {
 	return []any{&m.ID, &m.ConversionID, &m.ProgramID, &m.AdvertiserID, &m.AffiliateID, &m.OccurredAt, &m.Amount,
 		&m.Currency, &m.RuleType, &m.RuleValue, &m.Status, &m.Reason, &m.HoldUntil, &m.PayoutID, &m.Version,
-		&m.CreatedAt, &m.UpdatedAt}
+		&m.CreatedAt, &m.UpdatedAt, &m.scanned.amount, &m.scanned.currency, &m.scanned.rate, &m.scanned.date, &m.scanned.converted}
 }
 
+// utc normalises what targets scanned: times in UTC, the exchange snapshot or nil.
 func (m *Commission) utc() {
+	m.Exchange = m.scanned.exchange()
+	m.scanned = exchangeColumns{}
 	m.OccurredAt, m.CreatedAt, m.UpdatedAt = m.OccurredAt.UTC(), m.CreatedAt.UTC(), m.UpdatedAt.UTC()
 	if m.HoldUntil != nil {
 		h := m.HoldUntil.UTC()
@@ -156,13 +163,18 @@ var statusEvents = map[string]string{
 // conversion id so that one conversion's events stay in order.
 func emit(ctx context.Context, tx pgx.Tx, c Conversion, previous string) error {
 	m := c.Commission
-	data, err := json.Marshal(events.ConversionData{
+	d := events.ConversionData{
 		ID: c.ID, Type: c.Type, Amount: money.Format(c.Amount, c.Currency), Status: m.Status, PreviousStatus: previous,
 		Currency: c.Currency, CommissionID: m.ID, CommissionAmount: money.Format(m.Amount, m.Currency),
 		ProgramID: c.ProgramID, AffiliateID: c.AffiliateID, AdvertiserID: c.AdvertiserID, LinkID: c.LinkID,
 		ClickID: c.ClickID, ExternalID: c.ExternalID, OccurredAt: c.OccurredAt, Version: m.Version,
 		Attribution: c.Attribution, CouponCode: c.CouponCode, CustomerID: c.CustomerID,
-	})
+	}
+	if e := c.Exchange; e != nil {
+		d.OriginalAmount, d.OriginalCurrency = money.Format(e.OriginalAmount, e.OriginalCurrency), e.OriginalCurrency
+		d.ExchangeRate, d.RateDate = e.Rate, e.RateDate.Format(time.DateOnly)
+	}
+	data, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("encode event data: %w", err)
 	}

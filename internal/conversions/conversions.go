@@ -29,6 +29,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/rates"
 )
 
 // Conversion types.
@@ -75,19 +76,36 @@ type Conversion struct {
 	ClickedAt     time.Time
 	ExternalID    string
 	Type          string
-	Amount        int64 // minor units of Currency
+	Amount        int64 // minor units of Currency, the program's (converted when Exchange is set)
 	Currency      string
 	OccurredAt    time.Time
 	Metadata      json.RawMessage // a JSON object
 	Source        string
 	CreatedAt     time.Time
-	Commission    Commission
+	// Exchange is the snapshot of a conversion reported in another currency; nil otherwise.
+	Exchange   *Exchange
+	Commission Commission
 
 	// Attribution is what put the conversion on the affiliate: AttributionClick (the click
 	// fields are set), AttributionCoupon (CouponCode) or AttributionCustomer (CustomerID).
 	Attribution string
 	CouponCode  string // the code as the advertiser gave it, when a code won
 	CustomerID  string // the advertiser's id of its customer, when the conversion named one
+}
+
+// Exchange is how a conversion reported in another currency than its program's was
+// converted. It is written with the conversion (and copied onto its commission) and never
+// changes, so a later correction of the rate leaves it alone.
+type Exchange struct {
+	OriginalAmount   int64 // minor units of OriginalCurrency, as reported
+	OriginalCurrency string
+	// Rate is the canonical decimal of the rate used: one OriginalCurrency is worth Rate of
+	// the program currency.
+	Rate     string
+	RateDate time.Time // the day of the rate (midnight UTC)
+	// ConvertedAmount is OriginalAmount * Rate in minor units of the program currency,
+	// rounded half up (money.Convert).
+	ConvertedAmount int64
 }
 
 // NewConversion is what an advertiser reports.
@@ -100,7 +118,8 @@ type NewConversion struct {
 	Type       string // empty: sale
 	// Amount is the sale amount, a decimal string in Currency; empty means zero.
 	Amount string
-	// Currency must be the program's; empty means the program's.
+	// Currency is the currency of Amount; empty means the program's. Another currency is
+	// converted with the rate in force on OccurredAt's day (Exchange).
 	Currency string
 	// OccurredAt is when the conversion happened; zero means now.
 	OccurredAt time.Time
@@ -136,8 +155,9 @@ var (
 	ErrClickNotReady = errors.New("the click is not recorded yet")
 	// ErrClickExpired: the conversion occurred before the click or after the window.
 	ErrClickExpired = errors.New("the click is outside the program's attribution window")
-	// ErrCurrencyMismatch: the conversion's currency is not the program's.
-	ErrCurrencyMismatch = errors.New("the currency is not the program's")
+	// ErrNoExchangeRate: the conversion is in another currency than the program's and no
+	// rate of the pair is in force on its day (a *rates.NoRateError says which).
+	ErrNoExchangeRate = rates.ErrNoRate
 	// ErrAttributionUnavailable: the click store did not answer.
 	ErrAttributionUnavailable = errors.New("the click store is unavailable")
 )
@@ -164,6 +184,15 @@ type Options struct {
 	FutureSkew time.Duration
 	// ClickIDs verify signed click ids; the zero Keys verifies none, which leaves plain ids.
 	ClickIDs clickid.Keys
+	// Rates finds the exchange rate of a conversion in another currency; nil: the rates
+	// kept in the same Postgres (rates.Service).
+	Rates RateFinder
+}
+
+// RateFinder finds the rate of base/quote a company keeps that is in force on the day of
+// at, at most maxAgeDays before it; a *rates.NoRateError when there is none.
+type RateFinder interface {
+	InForce(ctx context.Context, companyID, base, quote string, at time.Time, maxAgeDays int) (rates.Rate, error)
 }
 
 // Service is the conversions, commissions and payouts store.
@@ -171,6 +200,7 @@ type Service struct {
 	db       *pgxpool.Pool
 	clicks   ClickFinder
 	clickIDs clickid.Keys
+	rates    RateFinder
 	now      func() time.Time
 	lag      time.Duration
 	skew     time.Duration
@@ -187,7 +217,10 @@ func New(db *pgxpool.Pool, clicks ClickFinder, o Options) *Service {
 	if o.FutureSkew <= 0 {
 		o.FutureSkew = DefaultFutureSkew
 	}
-	return &Service{db: db, clicks: clicks, clickIDs: o.ClickIDs, now: func() time.Time { return o.Now().UTC() }, lag: o.IngestLag, skew: o.FutureSkew}
+	if o.Rates == nil {
+		o.Rates = rates.New(db, o.Now)
+	}
+	return &Service{db: db, clicks: clicks, clickIDs: o.ClickIDs, rates: o.Rates, now: func() time.Time { return o.Now().UTC() }, lag: o.IngestLag, skew: o.FutureSkew}
 }
 
 // Register records a conversion reported by advertiserID and its pending commission. A
@@ -218,7 +251,7 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		}
 		return Conversion{}, false, err
 	}
-	amount, err := s.check(in, cands, t)
+	amount, ex, err := s.check(ctx, advertiserID, in, cands, t)
 	if err != nil {
 		return firstOr(err)
 	}
@@ -233,18 +266,19 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		if err != nil {
 			return err
 		}
-		c, err = build(id, advertiserID, in, won, t, r, amount, first || r.covers(boundAt, in.OccurredAt), now)
+		c, err = build(id, advertiserID, in, won, t, r, amount, ex, first || r.covers(boundAt, in.OccurredAt), now)
 		if err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO conversions (id, program_id, advertiser_id, affiliate_id,
 			partnership_id, link_id, click_id, promotion_id, sub1, clicked_at, external_id, type, amount,
-			currency, occurred_at, metadata, source, created_at, attribution, coupon_code, customer_id)
-			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+			currency, occurred_at, metadata, source, created_at, attribution, coupon_code, customer_id, `+exchangeInsert+`)
+			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+			$22, $23, $24, $25, $26)
 			ON CONFLICT (program_id, external_id) DO NOTHING`,
-			c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
-			c.Sub1, nullTime(c.ClickedAt), c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source, c.CreatedAt,
-			c.Attribution, c.CouponCode, c.CustomerID)
+			append([]any{c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
+				c.Sub1, nullTime(c.ClickedAt), c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source,
+				c.CreatedAt, c.Attribution, c.CouponCode, c.CustomerID}, c.Exchange.values()...)...)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
 			// A data exception: the only input not checked field by field is the metadata
@@ -262,9 +296,10 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		m := c.Commission
 		if _, err := tx.Exec(ctx, `INSERT INTO commissions (id, conversion_id, program_id, advertiser_id,
 			affiliate_id, occurred_at, amount, currency, rule_type, rule_value, status, hold_until, version,
-			created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
-			m.ID, m.ConversionID, m.ProgramID, m.AdvertiserID, m.AffiliateID, m.OccurredAt, m.Amount, m.Currency,
-			m.RuleType, m.RuleValue, m.Status, m.HoldUntil, m.Version, m.CreatedAt); err != nil {
+			created_at, updated_at, `+exchangeInsert+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19)`,
+			append([]any{m.ID, m.ConversionID, m.ProgramID, m.AdvertiserID, m.AffiliateID, m.OccurredAt, m.Amount, m.Currency,
+				m.RuleType, m.RuleValue, m.Status, m.HoldUntil, m.Version, m.CreatedAt}, m.Exchange.values()...)...); err != nil {
 			return fmt.Errorf("insert commission: %w", err)
 		}
 		return emit(ctx, tx, c, "")
@@ -374,6 +409,22 @@ func (s *Service) attribute(ctx context.Context, advertiserID string, in NewConv
 	return Click{}, fmt.Errorf("%w: no click %s", ErrUnknownClick, in.ClickID)
 }
 
+// exchange converts amount (minor units of currency) into the program currency with the
+// rate the advertiser keeps that is in force on the conversion's day. Only the rate of
+// currency/program currency counts: the inverse pair is never inverted, as a rate read the
+// other way round would be a rate nobody set (and its rounding one nobody chose).
+func (s *Service) exchange(ctx context.Context, advertiserID string, amount int64, currency string, t terms, at time.Time) (*Exchange, error) {
+	r, err := s.rates.InForce(ctx, advertiserID, currency, t.currency, at, t.rateAgeDays)
+	if err != nil {
+		return nil, err
+	}
+	converted, err := money.Convert(amount, currency, t.currency, r.Rate)
+	if err != nil {
+		return nil, invalid("amount", "is too large once converted to %s", t.currency)
+	}
+	return &Exchange{OriginalAmount: amount, OriginalCurrency: currency, Rate: r.Rate, RateDate: r.Day, ConvertedAmount: converted}, nil
+}
+
 // storable reports whether Postgres takes s as text: UTF-8 without NUL.
 func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
@@ -430,5 +481,6 @@ func scanConversion(row pgx.Row) (Conversion, error) {
 	}
 	c.ClickedAt, c.OccurredAt, c.CreatedAt = c.ClickedAt.UTC(), c.OccurredAt.UTC(), c.CreatedAt.UTC()
 	c.Commission.utc()
+	c.Exchange = c.Commission.Exchange // the same snapshot, written with both
 	return c, nil
 }

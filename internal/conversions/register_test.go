@@ -60,7 +60,7 @@ func TestAttributionByClickInsideTheProgramsWindow(t *testing.T) {
 		// Answered as a missing click, whose id is seconds old here (see below), not forbidden.
 		{"another advertiser's click is a missing one", other, time.Hour, e.program, time.Minute, "EUR", conversions.ErrClickNotReady},
 		{"a click of another advertiser's program is a missing one to this one", e.adv, time.Hour, otherProgram, time.Minute, "EUR", conversions.ErrClickNotReady},
-		{"a currency other than the program's is refused", e.adv, time.Hour, e.program, time.Minute, "USD", conversions.ErrCurrencyMismatch},
+		{"another currency without a rate is refused", e.adv, time.Hour, e.program, time.Minute, "USD", conversions.ErrNoExchangeRate},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

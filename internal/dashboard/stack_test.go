@@ -34,6 +34,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/outbox"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/programs"
+	"github.com/partnerstream/partnerstream/internal/rates"
 	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/signin"
 	"github.com/partnerstream/partnerstream/internal/stats"
@@ -168,6 +169,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountPayouts(cnv)
 	srv.MountConversionPostback(cnv)
 	srv.MountStats(stats.New(ch, chDB, stats.Options{}))
+	srv.MountRates(rates.New(db, nil), httpapi.RatesOptions{})
 	dashboard.Mount(srv.App(), dashboard.Options{Sessions: sessions, Users: s.ids, OAuthProviders: []string{"google", "linkedin"}, Log: quiet})
 
 	events := kafka.NewWriter(kcfg, kafka.TopicEvents)

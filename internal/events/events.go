@@ -86,6 +86,13 @@ type ConversionData struct {
 	CustomerID  string `json:"customer_id,omitempty"`
 	// Version increases with every change of the conversion, so consumers keep the latest.
 	Version int64 `json:"version"`
+	// The exchange snapshot of a conversion reported in another currency than the program's
+	// (absent otherwise): the amount and currency reported, the rate (one original unit is
+	// worth exchange_rate units of currency) and its day. Amount is the converted sale.
+	OriginalAmount   string `json:"original_amount,omitempty"`
+	OriginalCurrency string `json:"original_currency,omitempty"`
+	ExchangeRate     string `json:"exchange_rate,omitempty"`
+	RateDate         string `json:"rate_date,omitempty"` // YYYY-MM-DD
 }
 
 // PartnershipData is the `data` object of partnership.created, as webhook receivers see it:

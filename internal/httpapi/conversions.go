@@ -15,6 +15,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/page"
+	"github.com/partnerstream/partnerstream/internal/rates"
 )
 
 // ConversionService is what the conversion and commission routes need (conversions.Service).
@@ -277,11 +278,31 @@ type conversionJSON struct {
 	Metadata      json.RawMessage `json:"metadata,omitempty"`
 	Source        string          `json:"source"`
 	CreatedAt     time.Time       `json:"created_at"`
-	Commission    commissionJSON  `json:"commission"`
+	*exchangeJSON
+	Commission commissionJSON `json:"commission"`
 
 	Attribution string  `json:"attribution"`
 	CouponCode  *string `json:"coupon_code"`
 	CustomerID  *string `json:"customer_id"`
+}
+
+// exchangeJSON is the exchange snapshot of a conversion reported in another currency, on the
+// conversion and its commission; absent in the program currency.
+type exchangeJSON struct {
+	OriginalAmount   string `json:"original_amount"`
+	OriginalCurrency string `json:"original_currency"`
+	ExchangeRate     string `json:"exchange_rate"`
+	RateDate         string `json:"rate_date"`
+	// ConvertedAmount is the sale in the program currency (the conversion's amount).
+	ConvertedAmount string `json:"converted_amount"`
+}
+
+func exchangeView(e *conversions.Exchange, currency string) *exchangeJSON {
+	if e == nil {
+		return nil
+	}
+	return &exchangeJSON{OriginalAmount: money.Format(e.OriginalAmount, e.OriginalCurrency), OriginalCurrency: e.OriginalCurrency,
+		ExchangeRate: e.Rate, RateDate: e.RateDate.Format(time.DateOnly), ConvertedAmount: money.Format(e.ConvertedAmount, currency)}
 }
 
 type commissionJSON struct {
@@ -300,6 +321,7 @@ type commissionJSON struct {
 	Version      int64      `json:"version"`
 	CreatedAt    time.Time  `json:"created_at"`
 	UpdatedAt    time.Time  `json:"updated_at"`
+	*exchangeJSON
 }
 
 // conversionView shows a conversion; the metadata is the advertiser's and affiliates do not
@@ -308,7 +330,8 @@ func conversionView(c conversions.Conversion, metadata bool) conversionJSON {
 	v := conversionJSON{ID: c.ID, ProgramID: c.ProgramID, AdvertiserID: c.AdvertiserID, AffiliateID: c.AffiliateID,
 		PartnershipID: conversionsNull(c.PartnershipID), LinkID: conversionsNull(c.LinkID), ClickID: conversionsNull(c.ClickID), PromotionID: conversionsNull(c.PromotionID),
 		Sub1: c.Sub1, ExternalID: c.ExternalID, Type: c.Type, Amount: money.Format(c.Amount, c.Currency),
-		Currency: c.Currency, OccurredAt: c.OccurredAt, Source: c.Source, CreatedAt: c.CreatedAt, Commission: commissionView(c.Commission),
+		Currency: c.Currency, OccurredAt: c.OccurredAt, Source: c.Source, CreatedAt: c.CreatedAt, exchangeJSON: exchangeView(c.Exchange, c.Currency),
+		Commission: commissionView(c.Commission),
 		Attribution: c.Attribution, CouponCode: conversionsNull(c.CouponCode), CustomerID: conversionsNull(c.CustomerID)}
 	if !c.ClickedAt.IsZero() {
 		v.ClickedAt = &c.ClickedAt
@@ -323,7 +346,7 @@ func commissionView(m conversions.Commission) commissionJSON {
 	return commissionJSON{ID: m.ID, ConversionID: m.ConversionID, ProgramID: m.ProgramID, AdvertiserID: m.AdvertiserID,
 		AffiliateID: m.AffiliateID, Amount: money.Format(m.Amount, m.Currency), Currency: m.Currency, Status: m.Status,
 		Reason: m.Reason, HoldUntil: m.HoldUntil, PayoutID: conversionsNull(m.PayoutID), OccurredAt: m.OccurredAt,
-		Version: m.Version, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		Version: m.Version, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, exchangeJSON: exchangeView(m.Exchange, m.Currency)}
 }
 
 func conversionsNull(s string) *string {
@@ -348,6 +371,8 @@ func conversionsProblem(c *fiber.Ctx, err error) error {
 		inv  *conversions.InvalidError
 		te   *conversions.TransitionError
 		bulk *conversions.BulkError
+		// noRate: a conversion in another currency without a rate (conversions.ErrNoExchangeRate)
+		noRate *rates.NoRateError
 	)
 	switch {
 	case errors.As(err, &inv):
@@ -377,8 +402,10 @@ func conversionsProblem(c *fiber.Ctx, err error) error {
 	case errors.Is(err, conversions.ErrClickExpired):
 		// The domain writes these two for the caller: times, window, currencies.
 		return NewProblem(fiber.StatusUnprocessableEntity, "click_expired", err.Error())
-	case errors.Is(err, conversions.ErrCurrencyMismatch):
-		return NewProblem(fiber.StatusUnprocessableEntity, "currency_mismatch", err.Error())
+	case errors.As(err, &noRate):
+		return NewProblem(fiber.StatusUnprocessableEntity, "no_exchange_rate", noRate.Error()+": set the rate for the conversion's day").
+			With("base", noRate.Base).With("quote", noRate.Quote).With("date", noRate.Day.Format(time.DateOnly)).
+			With("max_rate_age_days", noRate.MaxAgeDays)
 	case errors.Is(err, conversions.ErrClickNotReady):
 		c.Set(fiber.HeaderRetryAfter, conversionsRetryAfter)
 		return NewProblem(fiber.StatusServiceUnavailable, "click_not_ready", "the click is seconds old and not recorded yet: retry shortly")

@@ -19,6 +19,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/rates"
 	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
@@ -176,7 +177,7 @@ func TestRegisteringConversionsOverHTTP(t *testing.T) {
 		{"a malformed click id is invalid", adv, `{"click_id": "clk_123", "external_id": "x"}`, 400, "validation_failed"},
 		{"a click from before the conversion's window is expired", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "occurred_at": %q}`,
 			f.clicks(t, f.program, time.Now().Add(-40*24*time.Hour), 1)[0], time.Now().UTC().Format(time.RFC3339)), 422, "click_expired"},
-		{"a currency other than the program's is refused", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "currency": "USD"}`, f.click(t)), 422, "currency_mismatch"},
+		{"another currency without a rate is refused", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "currency": "USD"}`, f.click(t)), 422, "no_exchange_rate"},
 		{"a click of another program keeps its currency", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "currency": "USD", "amount": "1"}`,
 			f.clicks(t, other, time.Now().Add(-time.Minute), 1)[0]), 201, ""},
 		{"a click seconds old that ingest has not written is not ready", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x"}`, young), 503, "click_not_ready"},
@@ -632,6 +633,37 @@ func TestThePostbackURL(t *testing.T) {
 		if r := f.do(t, "GET", c.url, nil, ""); r.status != c.status || r.body["code"] != c.code {
 			t.Errorf("%s: %d %s, want %d %s", name, r.status, r.raw, c.status, c.code)
 		}
+	}
+}
+
+func TestAConversionInAnotherCurrencyShowsBothAmounts(t *testing.T) {
+	f := newConversionsFixture(t)
+	day := time.Now().UTC().Add(-time.Minute).Format(time.DateOnly)
+	body := fmt.Sprintf(`{"click_id": %q, "external_id": "usd-1", "amount": "100.01", "currency": "USD", "occurred_at": %q}`,
+		f.click(t), time.Now().UTC().Add(-time.Minute).Format(time.RFC3339))
+	r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": f.adv}, body)
+	if r.status != 422 || r.body["code"] != "no_exchange_rate" || r.body["base"] != "USD" || r.body["quote"] != "EUR" || r.body["date"] != day ||
+		!strings.Contains(r.body["detail"].(string), "USD/EUR") {
+		t.Fatalf("without a rate: %d %s", r.status, r.raw)
+	}
+	if _, err := rates.New(f.db, nil).Set(context.Background(), f.advID, rates.NewRate{Day: day, Base: "USD", Quote: "EUR", Rate: "0.9172"}); err != nil {
+		t.Fatal(err)
+	}
+	r = f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": f.adv}, body)
+	com := commissionOf(r.body)
+	if r.status != 201 || r.body["amount"] != "91.73" || r.body["currency"] != "EUR" || r.body["original_amount"] != "100.01" ||
+		r.body["original_currency"] != "USD" || r.body["exchange_rate"] != "0.9172" || r.body["rate_date"] != day ||
+		r.body["converted_amount"] != "91.73" || com["amount"] != "9.17" || com["original_amount"] != "100.01" || com["exchange_rate"] != "0.9172" {
+		t.Fatalf("with a rate: %d %s", r.status, r.raw)
+	}
+	// the affiliate sees both amounts too
+	if l := f.do(t, "GET", "/api/partner-api/commissions", map[string]string{"x-api-key": f.aff}, ""); !strings.Contains(l.raw, `"original_amount":"100.01"`) {
+		t.Fatalf("the affiliate's commissions: %s", l.raw)
+	}
+	// a conversion in the program currency has none of the fields
+	same := f.register(t, "eur-1", "10.00")
+	if _, ok := same["original_amount"]; ok {
+		t.Fatalf("same currency: %v", same)
 	}
 }
 

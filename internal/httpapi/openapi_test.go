@@ -83,6 +83,7 @@ func everyArea() *httpapi.Server {
 	srv.MountTracking(nil, nil, httpapi.TrackingOptions{})
 	srv.MountConversions(nil)
 	srv.MountPayouts(nil)
+	srv.MountRates(nil, httpapi.RatesOptions{})
 	srv.MountConversionPostback(nil)
 	srv.MountStats(nil)
 	srv.MountWebhooks(nil)

@@ -52,13 +52,18 @@ func (h statsHandlers) report(c *fiber.Ctx) error {
 		return statsProblem(err)
 	}
 	total := stats.Total(rows)
-	total.Currency = currencyOf(rows, p)
 	out := statsResponse{
 		From: p.From.Format(time.DateOnly), To: p.To.Format(time.DateOnly), GroupBy: string(p.GroupBy),
-		Totals: figures(total),
+		Totals: figures(total), Currencies: []string{},
 	}
-	if total.Currency != "" {
-		out.Currency = &total.Currency
+	for _, a := range total.Amounts {
+		out.Currencies = append(out.Currencies, a.Currency)
+	}
+	if p.Currency != "" && len(out.Currencies) == 0 {
+		out.Currencies = []string{p.Currency} // no rows at all
+	}
+	if len(out.Currencies) == 1 {
+		out.Currency = &out.Currencies[0]
 	}
 	if p.GroupBy != stats.Day && len(rows) > limit {
 		rows, out.HasMore = rows[:limit], true
@@ -114,26 +119,17 @@ func statsProblem(err error) error {
 	return err
 }
 
-// currencyOf is the currency of the amounts: the one asked for, else the one conversions
-// have; empty when neither says.
-func currencyOf(rows []stats.Row, p stats.Params) string {
-	if p.Currency != "" {
-		return p.Currency
-	}
-	if len(rows) > 0 {
-		return rows[0].Currency
-	}
-	return ""
-}
-
 type statsResponse struct {
 	From    string `json:"from"`
 	To      string `json:"to"`
 	GroupBy string `json:"group_by"`
-	// Currency is null when no conversion in range had one and none was asked for.
-	Currency *string      `json:"currency"`
-	Data     []statsRow   `json:"data"`
-	Totals   statsFigures `json:"totals"`
+	// Currency is the one currency of the amounts: the one asked for, else the only one the
+	// conversions in range have; null when they have none or several.
+	Currency *string `json:"currency"`
+	// Currencies are those of the amounts, sorted: each row's amounts has one per currency.
+	Currencies []string     `json:"currencies"`
+	Data       []statsRow   `json:"data"`
+	Totals     statsFigures `json:"totals"`
 	// HasMore says rows were left out beyond limit (never for day).
 	HasMore bool `json:"has_more"`
 }
@@ -172,13 +168,24 @@ func key(g stats.GroupBy, r stats.Row) statsKey {
 }
 
 type statsFigures struct {
-	Clicks         int64            `json:"clicks"`
-	UniqueClicks   int64            `json:"unique_clicks"`
-	Conversions    statsConversions `json:"conversions"`
-	SaleAmount     string           `json:"sale_amount"`
-	Commission     string           `json:"commission"`
-	EPC            string           `json:"epc"`
-	ConversionRate float64          `json:"conversion_rate"`
+	Clicks       int64            `json:"clicks"`
+	UniqueClicks int64            `json:"unique_clicks"`
+	Conversions  statsConversions `json:"conversions"`
+	// SaleAmount, Commission and EPC are in the response's currency; null when the amounts
+	// are in several currencies (Amounts has them, never summed across currencies).
+	SaleAmount     *string       `json:"sale_amount"`
+	Commission     *string       `json:"commission"`
+	EPC            *string       `json:"epc"`
+	ConversionRate float64       `json:"conversion_rate"`
+	Amounts        []statsAmount `json:"amounts"`
+}
+
+// statsAmount is a row's amounts in one currency; EPC is its commission per click of the row.
+type statsAmount struct {
+	Currency   string `json:"currency"`
+	SaleAmount string `json:"sale_amount"`
+	Commission string `json:"commission"`
+	EPC        string `json:"epc"`
 }
 
 type statsConversions struct {
@@ -190,13 +197,21 @@ type statsConversions struct {
 	Reversed int64 `json:"reversed"`
 }
 
-// figures formats amounts in the row's currency; without one they read as two decimals.
+// figures formats amounts in their currency; without any currency they read as two decimals.
 func figures(r stats.Row) statsFigures {
 	c := r.Conversions
-	return statsFigures{
+	f := statsFigures{
 		Clicks: r.Clicks, UniqueClicks: r.UniqueClicks,
-		Conversions: statsConversions{Total: c.Total, Pending: c.Pending, Approved: c.Approved, Rejected: c.Rejected, Paid: c.Paid, Reversed: c.Reversed},
-		SaleAmount:  money.FormatSum(r.SaleAmount, r.Currency), Commission: money.FormatSum(r.Commission, r.Currency),
-		EPC: money.FormatSum(r.EPC(), r.Currency), ConversionRate: r.ConversionRate(),
+		Conversions:    statsConversions{Total: c.Total, Pending: c.Pending, Approved: c.Approved, Rejected: c.Rejected, Paid: c.Paid, Reversed: c.Reversed},
+		ConversionRate: r.ConversionRate(), Amounts: make([]statsAmount, len(r.Amounts)),
 	}
+	for i, a := range r.Amounts {
+		f.Amounts[i] = statsAmount{Currency: a.Currency, SaleAmount: money.FormatSum(a.SaleAmount, a.Currency),
+			Commission: money.FormatSum(a.Commission, a.Currency), EPC: money.FormatSum(a.EPC(r.Clicks), a.Currency)}
+	}
+	if len(r.Amounts) <= 1 {
+		sale, commission, epc := money.FormatSum(r.SaleAmount, r.Currency), money.FormatSum(r.Commission, r.Currency), money.FormatSum(r.EPC(), r.Currency)
+		f.SaleAmount, f.Commission, f.EPC = &sale, &commission, &epc
+	}
+	return f
 }

@@ -219,16 +219,78 @@ func TestStatsNeverMixCurrencies(t *testing.T) {
 	f.conversion(t, "cnv_eur", "2026-06-10", "co_a", f.affID, "prg_eur", "EUR", stats.Pending, 10000, 1000)
 	f.conversion(t, "cnv_jpy", "2026-06-10", "co_b", f.affID, "prg_jpy", "JPY", stats.Paid, 20000, 1500)
 	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}}
-	r := f.get(t, "/api/v1/stats", q, map[string]string{"x-api-key": f.aff})
-	if r.status != 400 || r.body["code"] != "validation_failed" || !strings.Contains(r.raw, "EUR, JPY") {
-		t.Fatalf("mixed currencies: %d %s", r.status, r.raw)
-	}
 	q.Set("currency", "JPY")
-	r = f.get(t, "/api/v1/stats", q, map[string]string{"x-api-key": f.aff})
+	r := f.get(t, "/api/v1/stats", q, map[string]string{"x-api-key": f.aff})
 	rows := rowsOf(t, r)
 	if r.body["currency"] != "JPY" || rows[0]["commission"] != "1500" || rows[0]["sale_amount"] != "20000" || rows[0]["conversions"].(map[string]any)["total"] != 1.0 {
 		t.Errorf("in JPY: %s", r.raw)
 	}
+}
+
+// An affiliate with programs in EUR and USD gets the plain call answered on every family:
+// clicks and conversions counted once, amounts and EPC per currency, never summed.
+func TestTheStatsOfAnAffiliateInTwoCurrenciesArePerCurrency(t *testing.T) {
+	f := newStatsFixture(t)
+	f.clicks(t, 4, "2026-06-10", "co_a", f.affID, "prg_eur", "lnk_eur", "")
+	f.clicks(t, 6, "2026-06-11", "co_b", f.affID, "prg_usd", "lnk_usd", "")
+	f.conversions(t, []ingest.Conversion{
+		statsConversion("cnv_eur1", "2026-06-10", "co_a", f.affID, "prg_eur", "EUR", stats.Approved, 10000, 1000),
+		statsConversion("cnv_eur2", "2026-06-11", "co_a", f.affID, "prg_eur", "EUR", stats.Rejected, 5000, 500),
+		statsConversion("cnv_usd1", "2026-06-11", "co_b", f.affID, "prg_usd", "USD", stats.Pending, 20001, 2001),
+	})
+	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-11"}}
+	amounts := func(fig map[string]any) string {
+		var out []string
+		for _, a := range fig["amounts"].([]any) {
+			m := a.(map[string]any)
+			out = append(out, fmt.Sprintf("%s %s/%s/%s", m["currency"], m["sale_amount"], m["commission"], m["epc"]))
+		}
+		return strings.Join(out, ", ")
+	}
+	for _, route := range []struct {
+		path    string
+		headers map[string]string
+	}{
+		{"/api/v1/stats", map[string]string{"x-api-key": f.aff}},
+		{"/api/partner-api/stats", map[string]string{"x-api-key": f.aff}},
+		{"/api/stats", f.statsSession(t)},
+	} {
+		r := f.get(t, route.path, q, route.headers)
+		rows := rowsOf(t, r)
+		totals := r.body["totals"].(map[string]any)
+		if r.body["currency"] != nil || fmt.Sprint(r.body["currencies"]) != "[EUR USD]" || totals["clicks"] != 10.0 ||
+			totals["conversions"].(map[string]any)["total"] != 3.0 || totals["commission"] != nil || totals["sale_amount"] != nil || totals["epc"] != nil {
+			t.Fatalf("%s: %s", route.path, r.raw)
+		}
+		// EUR 10.00 over 10 clicks, USD 20.01 over 10 clicks (2.001 rounds half up to 2.00)
+		if got := amounts(totals); got != "EUR 100.00/10.00/1.00, USD 200.01/20.01/2.00" {
+			t.Errorf("%s totals: %s", route.path, got)
+		}
+		if len(rows) != 2 || amounts(rows[0]) != "EUR 100.00/10.00/2.50, USD 0.00/0.00/0.00" || amounts(rows[1]) != "EUR 0.00/0.00/0.00, USD 200.01/20.01/3.34" ||
+			rows[1]["conversions"].(map[string]any)["total"] != 2.0 {
+			t.Errorf("%s rows: %s", route.path, r.raw)
+		}
+	}
+	// currency narrows conversions and amounts to one, in the fields as they always were
+	q.Set("currency", "USD")
+	r := f.get(t, "/api/partner-api/stats", q, map[string]string{"x-api-key": f.aff})
+	totals := r.body["totals"].(map[string]any)
+	if r.status != 200 || r.body["currency"] != "USD" || totals["commission"] != "20.01" || totals["epc"] != "2.00" ||
+		totals["conversions"].(map[string]any)["total"] != 1.0 || amounts(totals) != "USD 200.01/20.01/2.00" {
+		t.Fatalf("narrowed to USD: %s", r.raw)
+	}
+	// a program's own figures have one currency, also without asking
+	q.Del("currency")
+	q.Set("program_id", "prg_eur")
+	if r := f.get(t, "/api/v1/stats", q, map[string]string{"x-api-key": f.aff}); r.body["currency"] != "EUR" || r.body["totals"].(map[string]any)["commission"] != "10.00" {
+		t.Fatalf("one program: %s", r.raw)
+	}
+}
+
+// statsSession is a dashboard session of the fixture's affiliate.
+func (f *statsFixture) statsSession(t *testing.T) map[string]string {
+	t.Helper()
+	return f.session(t, f.affID, identity.Affiliate, "member")
 }
 
 func TestStatsRejectBadInputWithAClearMessage(t *testing.T) {

@@ -355,6 +355,7 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 		}
 	}
 	currencies := map[string]bool{}
+	amounts := map[string]map[string]stats.Amount{} // row key -> currency -> amounts
 	for _, id := range order {
 		data := latest[id]
 		if !mine(data.AdvertiserID, data.AffiliateID) || !inRange(data.OccurredAt) || (currency != "" && data.Currency != currency) {
@@ -382,11 +383,15 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 		case stats.Reversed:
 			r.Conversions.Reversed++
 		}
-		if data.Status == stats.Pending || data.Status == stats.Approved || data.Status == stats.Paid {
-			r.SaleAmount = r.SaleAmount.Add(money.SumOf(amount))
-			r.Commission = r.Commission.Add(money.SumOf(commission))
+		if amounts[key] == nil {
+			amounts[key] = map[string]stats.Amount{}
 		}
-		r.Currency = data.Currency
+		a := amounts[key][data.Currency]
+		if data.Status == stats.Pending || data.Status == stats.Approved || data.Status == stats.Paid {
+			a.SaleAmount = a.SaleAmount.Add(money.SumOf(amount))
+			a.Commission = a.Commission.Add(money.SumOf(commission))
+		}
+		amounts[key][data.Currency] = a
 		out[key] = r
 	}
 	if g == stats.Day {
@@ -395,13 +400,25 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 			out[key] = r
 		}
 	}
-	if currency == "" && len(currencies) == 1 {
+	// Every row has the amounts of every currency of the range, sorted; with one currency
+	// they are also the row's own.
+	list := []string{currency}
+	if currency == "" {
+		list = nil
 		for c := range currencies {
-			currency = c
+			list = append(list, c)
 		}
+		sort.Strings(list)
 	}
 	for k, r := range out {
-		r.Currency = currency
+		for _, c := range list {
+			a := amounts[k][c]
+			a.Currency = c
+			r.Amounts = append(r.Amounts, a)
+		}
+		if len(list) == 1 {
+			r.Currency, r.SaleAmount, r.Commission = list[0], r.Amounts[0].SaleAmount, r.Amounts[0].Commission
+		}
 		out[k] = r
 	}
 	return out
@@ -418,24 +435,26 @@ func assertFiguresBy(t testing.TB, conn driver.Conn, db string, d dataset, group
 	t.Helper()
 	q := stats.New(conn, db, stats.Options{})
 	for _, co := range []company{advA, advB, affX, affY, affZ} {
+		// The affiliates earn in EUR and USD: their amounts per currency, and in one.
+		currencies := []string{""}
+		if co.kind == identity.Affiliate {
+			currencies = append(currencies, "EUR")
+		}
 		for _, g := range groupings {
-			// The affiliates earn in EUR and USD, so they must pick a currency.
-			currency := ""
-			if co.kind == identity.Affiliate {
-				currency = "EUR"
-			}
-			rows, err := q.Query(context.Background(), stats.Scope{CompanyID: co.id, Kind: co.kind},
-				stats.Params{From: rangeFrom, To: rangeTo, GroupBy: g, Currency: currency})
-			if err != nil {
-				t.Fatalf("%s by %s: %v", co.id, g, err)
-			}
-			got := map[string]stats.Row{}
-			for _, r := range rows {
-				got[rowKey(g, r)] = r
-			}
-			want := d.expected(co, g, rangeFrom, rangeTo, currency)
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s by %s:\n%s", co.id, g, diff(got, want))
+			for _, currency := range currencies {
+				rows, err := q.Query(context.Background(), stats.Scope{CompanyID: co.id, Kind: co.kind},
+					stats.Params{From: rangeFrom, To: rangeTo, GroupBy: g, Currency: currency})
+				if err != nil {
+					t.Fatalf("%s by %s: %v", co.id, g, err)
+				}
+				got := map[string]stats.Row{}
+				for _, r := range rows {
+					got[rowKey(g, r)] = r
+				}
+				want := d.expected(co, g, rangeFrom, rangeTo, currency)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s by %s in %q:\n%s", co.id, g, currency, diff(got, want))
+				}
 			}
 		}
 	}

@@ -20,7 +20,10 @@ import (
 // Defaults of a new program.
 const (
 	DefaultAttributionWindowDays = 30
-	DefaultClickParam            = "ps_click_id"
+	// DefaultMaxRateAgeDays: a conversion in another currency may use a rate of its own day
+	// or of up to this many days before (docs/conversions.md, "Another currency").
+	DefaultMaxRateAgeDays = 7
+	DefaultClickParam     = "ps_click_id"
 )
 
 // Attribution rules: whether a touch (click or coupon code) of another affiliate takes over a
@@ -47,9 +50,11 @@ type Program struct {
 	Commission            Rule   `json:"commission"`
 	AttributionWindowDays int    `json:"attribution_window_days"`
 	// HoldDays before a pending commission is approved automatically; nil: never automatic.
-	HoldDays   *int   `json:"hold_days"`
-	Visibility string `json:"visibility"`
-	Status     string `json:"status"`
+	HoldDays *int `json:"hold_days"`
+	// MaxRateAgeDays is how many days before a conversion's date its exchange rate may be.
+	MaxRateAgeDays int    `json:"max_rate_age_days"`
+	Visibility     string `json:"visibility"`
+	Status         string `json:"status"`
 	// ClickParam is the query parameter that carries the click id to the landing page.
 	ClickParam string `json:"click_param"`
 	// AttributionRule is FirstAffiliate or LastClick.
@@ -71,6 +76,7 @@ type ProgramInput struct {
 	Commission            *RuleInput `json:"commission"`
 	AttributionWindowDays *int       `json:"attribution_window_days"`
 	HoldDays              *int       `json:"hold_days"`
+	MaxRateAgeDays        *int       `json:"max_rate_age_days"`
 	Visibility            string     `json:"visibility"`
 	Status                string     `json:"status"`
 	ClickParam            string     `json:"click_param"`
@@ -89,6 +95,7 @@ type ProgramPatch struct {
 	Commission            Optional[*RuleInput] `json:"commission"`
 	AttributionWindowDays Optional[*int]       `json:"attribution_window_days"`
 	HoldDays              Optional[int]        `json:"hold_days"`
+	MaxRateAgeDays        Optional[*int]       `json:"max_rate_age_days"`
 	Visibility            Optional[string]     `json:"visibility"`
 	Status                Optional[string]     `json:"status"`
 	ClickParam            Optional[string]     `json:"click_param"`
@@ -133,6 +140,12 @@ func validProgram(in ProgramInput, v *validator) (Program, error) {
 		v.check(p.AttributionWindowDays >= 1 && p.AttributionWindowDays <= 365, "attribution_window_days", "must be 1 to 365")
 	}
 	v.check(p.HoldDays == nil || (*p.HoldDays >= 0 && *p.HoldDays <= 365), "hold_days", "must be 0 to 365, or null for no automatic approval")
+	if in.MaxRateAgeDays == nil {
+		v.add("max_rate_age_days", "is required")
+	} else {
+		p.MaxRateAgeDays = *in.MaxRateAgeDays
+		v.check(p.MaxRateAgeDays >= 0 && p.MaxRateAgeDays <= 365, "max_rate_age_days", "must be 0 to 365")
+	}
 	v.oneOf("visibility", p.Visibility, Public, Approval)
 	v.oneOf("status", p.Status, ProgramActive, ProgramPaused, ProgramArchived)
 	v.check(clickParamPattern.MatchString(p.ClickParam), "click_param", "must be 1 to 64 letters, digits, '_', '.' or '-'")
@@ -145,9 +158,9 @@ func validProgram(in ProgramInput, v *validator) (Program, error) {
 // input is the program as a complete input, the base a patch applies to.
 func (p Program) input() ProgramInput {
 	rule := p.Commission.Input()
-	window := p.AttributionWindowDays
+	window, rateAge := p.AttributionWindowDays, p.MaxRateAgeDays
 	return ProgramInput{Name: p.Name, Description: p.Description, LandingURL: p.LandingURL, Currency: p.Currency,
-		Commission: &rule, AttributionWindowDays: &window, HoldDays: p.HoldDays, Visibility: p.Visibility,
+		Commission: &rule, AttributionWindowDays: &window, HoldDays: p.HoldDays, MaxRateAgeDays: &rateAge, Visibility: p.Visibility,
 		Status: p.Status, ClickParam: p.ClickParam, AttributionRule: p.AttributionRule, CustomerWindowDays: p.CustomerWindowDays}
 }
 
@@ -159,6 +172,7 @@ func (pp ProgramPatch) apply(in ProgramInput, v *validator) ProgramInput {
 	patch(&in.Commission, pp.Commission, "commission", v)
 	patch(&in.AttributionWindowDays, pp.AttributionWindowDays, "attribution_window_days", v)
 	patchNullable(&in.HoldDays, pp.HoldDays)
+	patch(&in.MaxRateAgeDays, pp.MaxRateAgeDays, "max_rate_age_days", v)
 	patch(&in.Visibility, pp.Visibility, "visibility", v)
 	patch(&in.Status, pp.Status, "status", v)
 	patch(&in.ClickParam, pp.ClickParam, "click_param", v)
@@ -191,7 +205,7 @@ func patchNullable[T any](dst **T, o Optional[T]) {
 }
 
 const programColumns = `p.id, p.advertiser_id, p.name, p.description, p.landing_url, p.currency, p.commission_type,
-	p.commission_value, p.attribution_window_days, p.hold_days, p.visibility, p.status, p.click_param, p.created_at, p.updated_at,
+	p.commission_value, p.attribution_window_days, p.hold_days, p.max_rate_age_days, p.visibility, p.status, p.click_param, p.created_at, p.updated_at,
 	p.attribution_rule, p.customer_window_days, p.recurring_months, p.recurring_lifetime`
 
 func scanProgram(row pgx.CollectableRow) (Program, error) {
@@ -199,7 +213,7 @@ func scanProgram(row pgx.CollectableRow) (Program, error) {
 	var months *int
 	var lifetime bool
 	err := row.Scan(&p.ID, &p.AdvertiserID, &p.Name, &p.Description, &p.LandingURL, &p.Currency, &p.Commission.Type,
-		&p.Commission.Value, &p.AttributionWindowDays, &p.HoldDays, &p.Visibility, &p.Status, &p.ClickParam, &p.CreatedAt, &p.UpdatedAt,
+		&p.Commission.Value, &p.AttributionWindowDays, &p.HoldDays, &p.MaxRateAgeDays, &p.Visibility, &p.Status, &p.ClickParam, &p.CreatedAt, &p.UpdatedAt,
 		&p.AttributionRule, &p.CustomerWindowDays, &months, &lifetime)
 	p.Commission.Currency = p.Currency
 	p.Commission.Recurring = RecurringFrom(months, lifetime)
@@ -281,6 +295,10 @@ func (s *Service) CreateProgram(ctx context.Context, a Actor, in ProgramInput) (
 		d := DefaultAttributionWindowDays
 		in.AttributionWindowDays = &d
 	}
+	if in.MaxRateAgeDays == nil {
+		d := DefaultMaxRateAgeDays
+		in.MaxRateAgeDays = &d
+	}
 	in.Visibility = cmp.Or(in.Visibility, Approval)
 	in.Status = cmp.Or(in.Status, ProgramActive)
 	in.ClickParam = cmp.Or(in.ClickParam, DefaultClickParam)
@@ -296,11 +314,11 @@ func (s *Service) CreateProgram(ctx context.Context, a Actor, in ProgramInput) (
 	months, lifetime := p.Commission.Recurring.Columns()
 	_, err = s.db.Exec(ctx, `INSERT INTO programs (id, advertiser_id, name, description, landing_url, currency, commission_type,
 		commission_value, attribution_window_days, hold_days, visibility, status, click_param, created_at, updated_at,
-		attribution_rule, customer_window_days, recurring_months, recurring_lifetime)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18)`,
+		attribution_rule, customer_window_days, recurring_months, recurring_lifetime, max_rate_age_days)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19)`,
 		p.ID, p.AdvertiserID, p.Name, p.Description, p.LandingURL, p.Currency, p.Commission.Type, p.Commission.Value,
 		p.AttributionWindowDays, p.HoldDays, p.Visibility, p.Status, p.ClickParam, now,
-		p.AttributionRule, p.CustomerWindowDays, months, lifetime)
+		p.AttributionRule, p.CustomerWindowDays, months, lifetime, p.MaxRateAgeDays)
 	if err != nil {
 		return Program{}, fmt.Errorf("create program: %w", err)
 	}
@@ -335,11 +353,11 @@ func (s *Service) UpdateProgram(ctx context.Context, a Actor, id string, pp Prog
 		months, lifetime := next.Commission.Recurring.Columns()
 		if _, err := tx.Exec(ctx, `UPDATE programs SET name = $2, description = $3, landing_url = $4, commission_type = $5,
 			commission_value = $6, attribution_window_days = $7, hold_days = $8, visibility = $9, status = $10, click_param = $11,
-			updated_at = $12, attribution_rule = $13, customer_window_days = $14, recurring_months = $15, recurring_lifetime = $16
-			WHERE id = $1`,
+			updated_at = $12, attribution_rule = $13, customer_window_days = $14, recurring_months = $15, recurring_lifetime = $16,
+			max_rate_age_days = $17 WHERE id = $1`,
 			next.ID, next.Name, next.Description, next.LandingURL, next.Commission.Type, next.Commission.Value,
 			next.AttributionWindowDays, next.HoldDays, next.Visibility, next.Status, next.ClickParam, next.UpdatedAt,
-			next.AttributionRule, next.CustomerWindowDays, months, lifetime); err != nil {
+			next.AttributionRule, next.CustomerWindowDays, months, lifetime, next.MaxRateAgeDays); err != nil {
 			return fmt.Errorf("update program: %w", err)
 		}
 		if next.Status != cur.Status || next.LandingURL != cur.LandingURL || next.ClickParam != cur.ClickParam {

@@ -153,6 +153,9 @@ func TestProgramInputIsValidated(t *testing.T) {
 		{"negative hold days are refused", func(in *programs.ProgramInput) { in.HoldDays = ptr(-1) }, "hold_days"},
 		{"366 hold days are refused", func(in *programs.ProgramInput) { in.HoldDays = ptr(366) }, "hold_days"},
 		{"zero hold days are valid", func(in *programs.ProgramInput) { in.HoldDays = ptr(0) }, ""},
+		{"a negative rate age is refused", func(in *programs.ProgramInput) { in.MaxRateAgeDays = ptr(-1) }, "max_rate_age_days"},
+		{"a rate age of 366 days is refused", func(in *programs.ProgramInput) { in.MaxRateAgeDays = ptr(366) }, "max_rate_age_days"},
+		{"a rate age of 0 days is valid", func(in *programs.ProgramInput) { in.MaxRateAgeDays = ptr(0) }, ""},
 		{"an unknown visibility is refused", func(in *programs.ProgramInput) { in.Visibility = "private" }, "visibility"},
 		{"a new archived program is refused", func(in *programs.ProgramInput) { in.Status = programs.ProgramArchived }, "status"},
 		{"a click parameter with a space is refused", func(in *programs.ProgramInput) { in.ClickParam = "click id" }, "click_param"},
@@ -191,7 +194,7 @@ func TestProgramInputIsValidated(t *testing.T) {
 func TestProgramDefaultsAndRuleFormats(t *testing.T) {
 	e := newEnv(t)
 	p := e.program(t, e.adv, "", "")
-	if p.AttributionWindowDays != 30 || p.HoldDays != nil || p.Visibility != programs.Approval || p.Status != programs.ProgramActive ||
+	if p.AttributionWindowDays != 30 || p.MaxRateAgeDays != 7 || p.HoldDays != nil || p.Visibility != programs.Approval || p.Status != programs.ProgramActive ||
 		p.ClickParam != "ps_click_id" || !p.CreatedAt.Equal(e.start) {
 		t.Fatalf("defaults: %+v", p)
 	}
@@ -230,12 +233,15 @@ func TestProgramUpdates(t *testing.T) {
 	e.clock.Set(later)
 
 	var patch programs.ProgramPatch
-	mustJSON(t, `{"name":"Boots","hold_days":14,"commission":{"type":"percent","percent":"7"}}`, &patch)
+	mustJSON(t, `{"name":"Boots","hold_days":14,"max_rate_age_days":3,"commission":{"type":"percent","percent":"7"}}`, &patch)
 	up, err := e.svc.UpdateProgram(e.ctx, e.adv, p.ID, patch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if up.Name != "Boots" || *up.HoldDays != 14 || up.Commission.Value != 700 || up.LandingURL != p.LandingURL || !up.UpdatedAt.Equal(later) || !up.CreatedAt.Equal(p.CreatedAt) {
+	if got, err := e.svc.Program(e.ctx, e.adv, p.ID); err != nil || got.MaxRateAgeDays != 3 {
+		t.Fatalf("rate age read back %+v, %v", got, err)
+	}
+	if up.Name != "Boots" || *up.HoldDays != 14 || up.MaxRateAgeDays != 3 || up.Commission.Value != 700 || up.LandingURL != p.LandingURL || !up.UpdatedAt.Equal(later) || !up.CreatedAt.Equal(p.CreatedAt) {
 		t.Fatalf("updated %+v", up)
 	}
 	mustJSON(t, `{"hold_days":null}`, &patch)

@@ -68,8 +68,9 @@ type Params struct {
 	From, To  time.Time
 	GroupBy   GroupBy
 	ProgramID string
-	// Currency restricts conversions and amounts to one currency. Empty takes the only
-	// currency the conversions in range have, and is an error when they have several.
+	// Currency restricts conversions and amounts to one currency. Empty takes every
+	// currency the conversions in range have: amounts stay per currency (Row.Amounts), and
+	// conversions are counted once whatever their currency.
 	Currency string
 }
 
@@ -104,11 +105,33 @@ type Row struct {
 	UniqueClicks int64
 	Conversions  Conversions
 	// SaleAmount and Commission sum the conversions that earn (pending, approved, paid), in
-	// minor units of Currency. Sums, because many amounts the API accepts exceed int64.
+	// minor units of Currency. Sums, because many amounts the API accepts exceed int64. They
+	// are set when the range has one currency (or one was asked); with several, Currency is
+	// empty, they are zero, and Amounts holds them.
 	SaleAmount money.Sum
 	Commission money.Sum
-	// Currency of the amounts; empty when no conversion in range had one and none was asked.
+	// Currency of the amounts; empty when no conversion in range had one and none was
+	// asked, or when the range has several.
 	Currency string
+	// Amounts are the amounts per currency: one entry for every currency of the range (the
+	// same currencies in every row, sorted, zeros included). Never summed across currencies.
+	Amounts []Amount
+}
+
+// Amount is a row's amounts in one currency.
+type Amount struct {
+	Currency   string
+	SaleAmount money.Sum
+	Commission money.Sum
+}
+
+// EPC is the commission in this currency per click of the row, rounded half up; 0 without
+// clicks. With one currency it is Row.EPC.
+func (a Amount) EPC(clicks int64) money.Sum {
+	if clicks <= 0 {
+		return money.Sum{}
+	}
+	return a.Commission.DivRound(clicks)
 }
 
 // Earning counts the conversions whose commission is or will be earned: pending, approved
@@ -119,10 +142,7 @@ func (r Row) Earning() int64 {
 
 // EPC is the commission per click in minor units, rounded half up; 0 without clicks.
 func (r Row) EPC() money.Sum {
-	if r.Clicks <= 0 {
-		return money.Sum{}
-	}
-	return r.Commission.DivRound(r.Clicks)
+	return Amount{Commission: r.Commission}.EPC(r.Clicks)
 }
 
 // ConversionRate is earning conversions per click, rounded to 4 decimals; 0 without clicks.
@@ -133,12 +153,22 @@ func (r Row) ConversionRate() float64 {
 	return math.Round(float64(r.Earning())/float64(r.Clicks)*1e4) / 1e4
 }
 
-// Total sums rows into one with no group fields.
+// Total sums rows into one with no group fields, per currency.
 func Total(rows []Row) Row {
 	var t Row
-	for _, r := range rows {
+	for i, r := range rows {
+		if i == 0 {
+			t.Amounts = make([]Amount, len(r.Amounts))
+			for j, a := range r.Amounts {
+				t.Amounts[j].Currency = a.Currency
+			}
+		}
 		t.add(r)
 		t.Currency = r.Currency
+		for j, a := range r.Amounts { // every row has the same currencies, in the same order
+			t.Amounts[j].SaleAmount = t.Amounts[j].SaleAmount.Add(a.SaleAmount)
+			t.Amounts[j].Commission = t.Amounts[j].Commission.Add(a.Commission)
+		}
 	}
 	return t
 }
@@ -297,20 +327,21 @@ func (s *Service) Query(ctx context.Context, scope Scope, p Params) ([]Row, erro
 	if err := errors.Join(clickErr, convErr); err != nil {
 		return nil, err
 	}
-	currency, err := pickCurrency(p.Currency, convs)
-	if err != nil {
-		return nil, err
-	}
+	currencies := currenciesOf(p.Currency, convs)
 	for _, c := range clicks {
 		r := get(c.key, c.program, c.affiliate)
 		r.Clicks += c.clicks
 		r.UniqueClicks += c.unique
 	}
 	for _, c := range convs {
-		if c.zero() || c.currency != currency {
+		if c.zero() {
 			continue // nothing to add, e.g. the status a conversion left
 		}
-		c.addTo(get(c.key, c.program, c.affiliate))
+		r := get(c.key, c.program, c.affiliate)
+		if r.Amounts == nil {
+			r.Amounts = zeroAmounts(currencies)
+		}
+		c.addTo(r, &r.Amounts[slices.Index(currencies, c.currency)])
 	}
 	if p.GroupBy == Day {
 		for d := p.From; !d.After(p.To); d = d.AddDate(0, 0, 1) {
@@ -319,7 +350,12 @@ func (s *Service) Query(ctx context.Context, scope Scope, p Params) ([]Row, erro
 	}
 	out := make([]Row, 0, len(rows))
 	for _, r := range rows {
-		r.Currency = currency
+		if r.Amounts == nil {
+			r.Amounts = zeroAmounts(currencies)
+		}
+		if len(currencies) == 1 {
+			r.Currency, r.SaleAmount, r.Commission = currencies[0], r.Amounts[0].SaleAmount, r.Amounts[0].Commission
+		}
 		out = append(out, *r)
 	}
 	sortRows(out, p.GroupBy)
@@ -352,10 +388,10 @@ func cmpDesc(a, b int64) int {
 	return 1
 }
 
-// pickCurrency is the asked currency, else the only one conversions have.
-func pickCurrency(asked string, convs []conversionFigures) (string, error) {
+// currenciesOf is the asked currency, else the currencies conversions have, sorted.
+func currenciesOf(asked string, convs []conversionFigures) []string {
 	if asked != "" {
-		return asked, nil
+		return []string{asked}
 	}
 	var found []string
 	for _, c := range convs {
@@ -363,14 +399,20 @@ func pickCurrency(asked string, convs []conversionFigures) (string, error) {
 			found = append(found, c.currency)
 		}
 	}
-	switch len(found) {
-	case 0:
-		return "", nil
-	case 1:
-		return found[0], nil
-	}
 	slices.Sort(found)
-	return "", &ParamError{"currency", fmt.Sprintf("the conversions in this range are in %s; choose one with currency", strings.Join(found, ", "))}
+	return found
+}
+
+// zeroAmounts are the amounts of a row without conversions: nil without currencies.
+func zeroAmounts(currencies []string) []Amount {
+	if len(currencies) == 0 {
+		return nil
+	}
+	out := make([]Amount, len(currencies))
+	for i, c := range currencies {
+		out[i].Currency = c
+	}
+	return out
 }
 
 type clickFigures struct {
@@ -416,7 +458,9 @@ func (c conversionFigures) zero() bool {
 	return c.count == 0 && c.saleAmount == money.Sum{} && c.commission == money.Sum{}
 }
 
-func (c conversionFigures) addTo(r *Row) {
+// addTo counts the conversions in r and adds their amounts to a, r's amounts in their
+// currency.
+func (c conversionFigures) addTo(r *Row, a *Amount) {
 	switch c.status {
 	case Pending:
 		r.Conversions.Pending += c.count
@@ -431,8 +475,8 @@ func (c conversionFigures) addTo(r *Row) {
 	}
 	r.Conversions.Total += c.count
 	if c.status == Pending || c.status == Approved || c.status == Paid {
-		r.SaleAmount = r.SaleAmount.Add(c.saleAmount)
-		r.Commission = r.Commission.Add(c.commission)
+		a.SaleAmount = a.SaleAmount.Add(c.saleAmount)
+		a.Commission = a.Commission.Add(c.commission)
 	}
 }
 

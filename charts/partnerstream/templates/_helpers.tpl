@@ -96,6 +96,7 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_RATE_LIMIT_REQUESTS, commands: [api], value: {{ int64 $v.api.rateLimitRequests | toString | toJson }}}
 - {env: PARTNERSTREAM_RATE_LIMIT_WINDOW, commands: [api], value: {{ toJson $v.api.rateLimitWindow }}}
 - {env: PARTNERSTREAM_FAILED_AUTH_LIMIT, commands: [api], value: {{ int64 $v.api.failedAuthLimit | toString | toJson }}}
+- {env: PARTNERSTREAM_OPERATOR_COMPANIES, commands: [api], value: {{ join "," $v.api.operatorCompanies | toJson }}}
 - {env: PARTNERSTREAM_SESSION_KEYS, commands: [api], setting: {{ toJson $v.session.keys }}}
 - {env: PARTNERSTREAM_CLICK_ID_KEYS, commands: [api], setting: {{ toJson $v.clickIDs.keys }}}
 - {env: PARTNERSTREAM_SESSION_ACCESS_TTL, commands: [api], value: {{ toJson $v.session.accessTTL }}}

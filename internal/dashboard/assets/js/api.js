@@ -25,14 +25,17 @@ export async function refreshSession() {
   return refreshing;
 }
 
-async function send(method, path, body, retried) {
+// send calls the API; body is JSON-encoded, unless type names another content type (an
+// upload), when it is sent as it is.
+async function send(method, path, body, retried, type = 'application/json') {
   const headers = { Accept: 'application/json' };
   if (method !== 'GET') headers['X-CSRF-Token'] = csrfToken();
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (body !== undefined) headers['Content-Type'] = type;
   if (method === 'POST') headers['Idempotency-Key'] = crypto.randomUUID();
+  const payload = body === undefined || type !== 'application/json' ? body : JSON.stringify(body);
   let res;
   try {
-    res = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+    res = await fetch(path, { method, headers, credentials: 'same-origin', body: payload });
   } catch {
     throw new APIError(0, { code: 'network', detail: t('error.network') });
   }
@@ -40,7 +43,7 @@ async function send(method, path, body, retried) {
   const data = await res.json().catch(() => ({}));
   if (res.ok) return data;
   if (res.status === 401 && !retried && data.code === 'session_expired' && (await refreshSession())) {
-    return send(method, path, body, true);
+    return send(method, path, body, true, type);
   }
   if (res.status === 401 && !path.startsWith('/api/auth/')) {
     location.assign('/login?next=' + encodeURIComponent(location.pathname + location.search));
@@ -54,6 +57,8 @@ export const api = {
     return send('GET', q ? `${path}?${q}` : path);
   },
   post: (path, body = {}) => send('POST', path, body),
+  // upload posts text (a file's contents) as type, e.g. text/csv.
+  upload: (path, text, type) => send('POST', path, text, false, type),
   put: (path, body = {}) => send('PUT', path, body),
   patch: (path, body) => send('PATCH', path, body),
   del: (path) => send('DELETE', path),

@@ -30,13 +30,22 @@ function attribution(c) {
   return h('div', {}, t('attribution.' + c.attribution), ref ? h('br') : '', ref ? h('small', { class: 'mono muted' }, ref) : '');
 }
 
+// sale shows the amount in the program currency and, for a sale reported in another
+// currency, what was reported and the rate it was converted with.
+function sale(c) {
+  const amount = fmt.money(c.amount, c.currency);
+  if (!c.original_currency) return amount;
+  return h('span', {}, amount, h('span', { class: 'sub muted' }, t('conversions.original', {
+    amount: fmt.money(c.original_amount, c.original_currency), rate: c.exchange_rate, date: fmt.date(c.rate_date) })));
+}
+
 function render() {
   const columns = [
     { label: t('conversions.occurred'), render: (c) => fmt.dateTime(c.occurred_at) },
     { label: t('conversions.order'), class: 'mono', render: (c) => c.external_id },
     { label: t('conversions.type'), render: (c) => t('conversion_type.' + c.type) },
     { label: t('conversions.attribution'), render: attribution },
-    { label: t('conversions.sale'), class: 'num', render: (c) => fmt.money(c.amount, c.currency) },
+    { label: t('conversions.sale'), class: 'num', render: sale },
     { label: t('stats.commission'), class: 'num', render: (c) => fmt.money(c.commission.amount, c.commission.currency) },
     { label: t('common.status'), render: (c) => badge(c.commission.status) },
   ];

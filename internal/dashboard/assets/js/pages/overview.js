@@ -1,10 +1,12 @@
 import { api } from '../api.js';
 import { fmt, t } from '../boot.js';
 import { chart } from '../chart.js';
-import { clearFlash, flash, showError } from '../ui.js';
+import { clearFlash, flash, h, showError } from '../ui.js';
 
 const form = document.getElementById('range-form');
 const totalsEl = document.getElementById('totals');
+const currencyField = document.getElementById('currency-field');
+let report;
 
 function isoDay(d) { return d.toISOString().slice(0, 10); }
 
@@ -15,7 +17,6 @@ form.from.value = isoDay(new Date(today.getTime() - 29 * 864e5));
 async function load() {
   clearFlash();
   totalsEl.setAttribute('aria-busy', 'true');
-  let report;
   try {
     report = await api.get('/api/stats', { group_by: 'day', from: form.from.value, to: form.to.value });
   } catch (err) {
@@ -24,14 +25,26 @@ async function load() {
   } finally {
     totalsEl.removeAttribute('aria-busy');
   }
-  const cur = report.currency;
+  // Money is never summed across currencies: with several, a switch picks the one shown.
+  const keep = form.currency.value;
+  form.currency.replaceChildren(...report.currencies.map((c) => h('option', { value: c }, c)));
+  if (report.currencies.includes(keep)) form.currency.value = keep;
+  currencyField.hidden = report.currencies.length < 2;
+  render();
+}
+
+// render draws the report, its money in the chosen currency.
+function render() {
+  const cur = form.currency.value || report.currency;
+  // The figures of a row (or the totals) in the chosen currency; none without conversions.
+  const inCur = (fig) => fig.amounts.find((a) => a.currency === cur) || { commission: fig.commission ?? '0', epc: fig.epc ?? '0' };
   const money = (v) => fmt.money(String(v), cur);
   const tot = report.totals;
   const set = (k, v) => { totalsEl.querySelector(`[data-total="${k}"]`).textContent = v; };
   set('clicks', fmt.number(tot.clicks));
   set('conversions', fmt.number(tot.conversions.total));
-  set('commission', fmt.money(tot.commission, cur));
-  set('epc', fmt.money(tot.epc, cur));
+  set('commission', fmt.money(inCur(tot).commission, cur));
+  set('epc', fmt.money(inCur(tot).epc, cur));
 
   const days = report.data.map((r) => r.day);
   const col = (f) => report.data.map(f);
@@ -45,13 +58,15 @@ async function load() {
     { key: 'pending', label: t('status.pending'), values: col((r) => r.conversions.pending), cls: 's3' },
   ] });
   chart(plot('chart-commission'), { days, label: label('chart-commission'), type: 'line', format: money, series: [
-    { key: 'commission', label: t('stats.commission'), values: col((r) => Number(r.commission)), cls: 's2' },
+    { key: 'commission', label: cur ? `${t('stats.commission')} (${cur})` : t('stats.commission'), values: col((r) => Number(inCur(r).commission)), cls: 's2' },
   ] });
   chart(plot('chart-epc'), { days, label: label('chart-epc'), type: 'line', format: money, series: [
-    { key: 'epc', label: t('stats.epc'), values: col((r) => Number(r.epc)), cls: 's4' },
+    { key: 'epc', label: cur ? `${t('stats.epc')} (${cur})` : t('stats.epc'), values: col((r) => Number(inCur(r).epc)), cls: 's4' },
   ] });
   if (tot.clicks === 0 && tot.conversions.total === 0) flash(t('overview.no_data'));
 }
+
+form.currency.addEventListener('change', () => { if (report) render(); });
 
 form.addEventListener('submit', (e) => {
   e.preventDefault();
