@@ -331,7 +331,7 @@ func conversionView(c conversions.Conversion, metadata bool) conversionJSON {
 		PartnershipID: conversionsNull(c.PartnershipID), LinkID: conversionsNull(c.LinkID), ClickID: conversionsNull(c.ClickID), PromotionID: conversionsNull(c.PromotionID),
 		Sub1: c.Sub1, ExternalID: c.ExternalID, Type: c.Type, Amount: money.Format(c.Amount, c.Currency),
 		Currency: c.Currency, OccurredAt: c.OccurredAt, Source: c.Source, CreatedAt: c.CreatedAt, exchangeJSON: exchangeView(c.Exchange, c.Currency),
-		Commission: commissionView(c.Commission),
+		Commission:  commissionView(c.Commission),
 		Attribution: c.Attribution, CouponCode: conversionsNull(c.CouponCode), CustomerID: conversionsNull(c.CustomerID)}
 	if !c.ClickedAt.IsZero() {
 		v.ClickedAt = &c.ClickedAt
