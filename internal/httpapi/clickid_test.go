@@ -22,8 +22,8 @@ func (unreachableClicks) FindClick(context.Context, string) (conversions.Click, 
 	return conversions.Click{}, errors.New("dial tcp 127.0.0.1:9000: connection refused")
 }
 
-// The redirect's signed click id converts at once, with ClickHouse unreachable, on both
-// routes that register conversions; every bad signed id gets one and the same 422.
+// The redirect's signed click id converts at once, with ClickHouse unreachable, on every
+// route that registers conversions; every bad signed id gets one and the same 422.
 func TestASignedClickIDConvertsRightAfterTheRedirectWithoutClickHouse(t *testing.T) {
 	f := newTrackingFixture(t, tracking.ModeAck)
 	ctx := context.Background()
@@ -48,8 +48,15 @@ func TestASignedClickIDConvertsRightAfterTheRedirectWithoutClickHouse(t *testing
 	if r := f.do(t, "POST", "/api/v1/conversions", adv, `{"click_id":"`+click()+`","external_id":"api","amount":"10"}`); r.status != 201 {
 		t.Fatalf("POST /api/v1/conversions right after the redirect: %d %s", r.status, r.raw)
 	}
+	if r := f.do(t, "POST", "/api/conversions", f.dashboardAs(t, identity.Advertiser, "admin"), `{"click_id":"`+click()+`","external_id":"dashboard","amount":"10"}`); r.status != 201 {
+		t.Fatalf("POST /api/conversions right after the redirect: %d %s", r.status, r.raw)
+	}
 	if r := f.do(t, "GET", "/postback?token="+token+"&click_id="+click()+"&external_id=pb&amount=1", nil, ""); r.status != 200 || r.body["created"] != true {
 		t.Fatalf("GET /postback right after the redirect: %d %s", r.status, r.raw)
+	}
+	form := url.Values{"token": {token}, "click_id": {click()}, "external_id": {"pb-form"}, "amount": {"1"}}.Encode()
+	if r := f.do(t, "POST", "/postback", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, form); r.status != 200 || r.body["created"] != true {
+		t.Fatalf("POST /postback right after the redirect: %d %s", r.status, r.raw)
 	}
 
 	_, rivalKey := f.company(t, identity.Advertiser)

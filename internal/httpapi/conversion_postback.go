@@ -17,11 +17,13 @@ type ConversionPostbackService interface {
 	RotatePostbackToken(ctx context.Context, advertiserID, programID string) (string, error)
 }
 
-// MountConversionPostback adds the public GET /postback, for advertisers whose systems can
-// only fire a URL, and the dashboard route that makes (or replaces) a program's token.
+// MountConversionPostback adds the public GET and POST /postback, for advertisers whose systems
+// can only fire a URL (or post a form), and the dashboard route that makes (or replaces) a
+// program's token.
 func (s *Server) MountConversionPostback(svc ConversionPostbackService) {
 	h := conversionPostbackHandlers{svc: svc}
 	s.app.Get("/postback", h.register)
+	s.app.Post("/postback", h.register)
 	s.app.Post("/api/programs/:id/postback-token", advertiserOnly, requireAdminTo("make postback tokens"), h.rotateToken)
 }
 
@@ -30,18 +32,20 @@ type conversionPostbackHandlers struct{ svc ConversionPostbackService }
 func (h conversionPostbackHandlers) register(c *fiber.Ctx) error {
 	// The token never reaches a log: the error handler logs the path, not the query.
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	token := c.Query("token")
+	// FormValue reads the query string, then a POST's form body: one handler for both.
+	param := c.FormValue
+	token := param("token")
 	if token == "" {
 		return NewProblem(fiber.StatusUnauthorized, "invalid_postback_token", "the token parameter is required")
 	}
-	at, err := parseTime("occurred_at", c.Query("occurred_at"), false)
+	at, err := parseTime("occurred_at", param("occurred_at"), false)
 	if err != nil {
 		return err
 	}
 	conv, created, err := h.svc.RegisterPostback(c.UserContext(), token, conversions.NewConversion{
-		ClickID: c.Query("click_id"), CouponCode: c.Query("coupon_code"), CustomerID: c.Query("customer_id"),
-		ExternalID: c.Query("external_id"), Type: c.Query("type"),
-		Amount: c.Query("amount"), Currency: c.Query("currency"), OccurredAt: at})
+		ClickID: param("click_id"), CouponCode: param("coupon_code"), CustomerID: param("customer_id"),
+		ExternalID: param("external_id"), Type: param("type"),
+		Amount: param("amount"), Currency: param("currency"), OccurredAt: at})
 	if err != nil {
 		return conversionsProblem(c, err)
 	}

@@ -44,6 +44,7 @@ func (s *Server) MountConversions(svc ConversionService) {
 	s.app.Get("/api/v1/commissions", h.commissions)
 	s.app.Get("/api/partner-api/commissions", h.commissions)
 	s.app.Get("/api/conversions", h.list)
+	s.app.Post("/api/conversions", advertiserOnly, s.Idempotent(h.register))
 	s.app.Get("/api/conversions/:id", h.get)
 	s.app.Get("/api/commissions", h.commissions)
 	s.app.Post("/api/conversions/approve", advertiserOnly, s.Idempotent(h.approveMany))
