@@ -85,6 +85,7 @@ func everyArea() *httpapi.Server {
 	srv.MountPayouts(nil)
 	srv.MountConversionPostback(nil)
 	srv.MountStats(nil)
+	srv.MountExports(nil, nil)
 	srv.MountWebhooks(nil)
 	srv.MountPostbacks(nil)
 	srv.MountDeliveries(nil, nil, httpapi.DeliveriesOptions{})
