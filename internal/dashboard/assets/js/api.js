@@ -48,11 +48,14 @@ async function send(method, path, body, retried) {
   throw new APIError(res.status, data);
 }
 
+// withQuery appends the query's set values to path.
+export function withQuery(path, query) {
+  const q = query ? new URLSearchParams(Object.entries(query).filter(([, v]) => v !== '' && v != null)).toString() : '';
+  return q ? `${path}?${q}` : path;
+}
+
 export const api = {
-  get: (path, query) => {
-    const q = query ? new URLSearchParams(Object.entries(query).filter(([, v]) => v !== '' && v != null)).toString() : '';
-    return send('GET', q ? `${path}?${q}` : path);
-  },
+  get: (path, query) => send('GET', withQuery(path, query)),
   post: (path, body = {}) => send('POST', path, body),
   put: (path, body = {}) => send('PUT', path, body),
   patch: (path, body) => send('PATCH', path, body),
