@@ -45,7 +45,9 @@ func BenchmarkExportMemory(b *testing.B) {
 				drainCPU := cpuOf(func() { drainExportRows(b, f.svc, f.advID, from, n) })
 				var got int
 				var firstByte time.Duration
-				m := measure(func() { got, firstByte = downloadRows(b, base+"/api/v1/conversions.csv?from="+url.QueryEscape(from), f.adv) })
+				m := measure(func() {
+					got, firstByte = downloadRows(b, base+"/api/v1/conversions.csv?from="+url.QueryEscape(from), f.adv)
+				})
 				if got != n {
 					b.Fatalf("exported %d rows, want %d", got, n)
 				}
@@ -144,7 +146,7 @@ func downloadRows(b *testing.B, u, key string) (int, time.Duration) {
 }
 
 type measurement struct {
-	wall, cpu              time.Duration
+	wall, cpu             time.Duration
 	peakHeapMB, peakRSSMB float64
 }
 
