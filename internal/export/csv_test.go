@@ -69,19 +69,18 @@ var items = Table[item]{
 	Record:  func(v item, rec []string) { rec[0], rec[1] = v.text, v.amount },
 }
 
-func writeAll(t *testing.T, vals []item, err error) (string, int, error, int) {
+func writeAll(t *testing.T, vals []item, err error) (out string, rows, flushes int, werr error) {
 	t.Helper()
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
 	cur := &sliceCursor[item]{vals: vals, err: err}
-	flushes := 0
-	n, werr := write(w, items, cur, cur.Next(), func() { flushes++ })
+	rows, werr = write(w, items, cur, cur.Next(), func() { flushes++ })
 	_ = w.Flush()
-	return buf.String(), n, werr, flushes
+	return buf.String(), rows, flushes, werr
 }
 
 func TestWriteQuotesGuardsAndKeepsNumbers(t *testing.T) {
-	out, n, err, _ := writeAll(t, []item{
+	out, n, _, err := writeAll(t, []item{
 		{`say "hi", then
 leave`, "42.50"},
 		{"=1+1", "-12.50"},
@@ -111,7 +110,7 @@ func TestWriteFlushesAfterTheFirstRowAndAsItGoes(t *testing.T) {
 	for i := range vals {
 		vals[i] = item{"x", "1"}
 	}
-	_, n, err, flushes := writeAll(t, vals, nil)
+	_, n, flushes, err := writeAll(t, vals, nil)
 	// After row 1, rows 512 and 1024, and at the end.
 	if err != nil || n != len(vals) || flushes != 4 {
 		t.Fatalf("%d rows, %d flushes, %v; want %d rows, 4 flushes", n, flushes, err, len(vals))
@@ -120,7 +119,7 @@ func TestWriteFlushesAfterTheFirstRowAndAsItGoes(t *testing.T) {
 
 func TestWriteReportsAFailedCursorAfterItsRows(t *testing.T) {
 	boom := errors.New("connection reset")
-	out, n, err, _ := writeAll(t, []item{{"a", "1"}, {"b", "2"}}, boom)
+	out, n, _, err := writeAll(t, []item{{"a", "1"}, {"b", "2"}}, boom)
 	if !errors.Is(err, boom) || n != 2 {
 		t.Fatalf("%d rows, %v; want 2 rows and the cursor's error", n, err)
 	}

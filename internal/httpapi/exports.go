@@ -30,10 +30,10 @@ type StatsExporter interface {
 func (s *Server) MountExports(cnv ConversionExporter, st StatsExporter) {
 	h := exportHandlers{s: s, cnv: cnv, st: st}
 	for _, prefix := range []string{prefixV1, prefixAPI} {
-		s.app.Get(prefix+"conversions.csv", h.conversions)
+		s.app.Get(prefix+"conversions.csv", filtered(h, "conversions.csv", export.Conversions, h.conversionRows))
 	}
 	for _, prefix := range []string{prefixV1, prefixPartner, prefixAPI} {
-		s.app.Get(prefix+"commissions.csv", h.commissions)
+		s.app.Get(prefix+"commissions.csv", filtered(h, "commissions.csv", export.Commissions, h.commissionRows))
 		s.app.Get(prefix+"payouts.csv", h.payouts)
 		s.app.Get(prefix+"stats.csv", h.stats)
 	}
@@ -61,26 +61,29 @@ func serve[T any, C export.Cursor[T]](h exportHandlers, c *fiber.Ctx, name strin
 	return nil
 }
 
-func (h exportHandlers) conversions(c *fiber.Ctx) error {
-	f, err := conversionsFilter(c)
-	if err != nil {
-		return err
-	}
-	v := conversionsViewer(c)
-	return serve(h, c, "conversions.csv", export.Conversions, func(ctx context.Context) (*conversions.Rows[conversions.Conversion], error) {
-		return h.cnv.ConversionRows(ctx, v, f)
-	}, func(err error) error { return conversionsProblem(c, err) })
+// conversionRows and commissionRows are the exporter's methods, read when a request comes
+// (a server mounted without an exporter still has the routes).
+func (h exportHandlers) conversionRows(ctx context.Context, v conversions.Viewer, f conversions.Filter) (*conversions.Rows[conversions.Conversion], error) {
+	return h.cnv.ConversionRows(ctx, v, f)
 }
 
-func (h exportHandlers) commissions(c *fiber.Ctx) error {
-	f, err := conversionsFilter(c)
-	if err != nil {
-		return err
+func (h exportHandlers) commissionRows(ctx context.Context, v conversions.Viewer, f conversions.Filter) (*conversions.Rows[conversions.Commission], error) {
+	return h.cnv.CommissionRows(ctx, v, f)
+}
+
+// filtered is the handler of a file with the conversion list's filters.
+func filtered[T any](h exportHandlers, name string, t export.Table[T],
+	rows func(context.Context, conversions.Viewer, conversions.Filter) (*conversions.Rows[T], error)) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		f, err := conversionsFilter(c)
+		if err != nil {
+			return err
+		}
+		v := conversionsViewer(c)
+		return serve(h, c, name, t, func(ctx context.Context) (*conversions.Rows[T], error) {
+			return rows(ctx, v, f)
+		}, func(err error) error { return conversionsProblem(c, err) })
 	}
-	v := conversionsViewer(c)
-	return serve(h, c, "commissions.csv", export.Commissions, func(ctx context.Context) (*conversions.Rows[conversions.Commission], error) {
-		return h.cnv.CommissionRows(ctx, v, f)
-	}, func(err error) error { return conversionsProblem(c, err) })
 }
 
 func (h exportHandlers) payouts(c *fiber.Ctx) error {
@@ -95,17 +98,13 @@ func (h exportHandlers) payouts(c *fiber.Ctx) error {
 }
 
 func (h exportHandlers) stats(c *fiber.Ctx) error {
-	p, _, err := statsParams(c)
+	p, _, err := statsRequest(c, h.st)
 	if err != nil {
 		return err
 	}
-	if p, err = h.st.Resolve(p); err != nil {
-		return statsProblem(err)
-	}
 	// The rows outlive the handler, and Fiber's query values point into the request's buffer.
 	p.Currency = strings.Clone(p.Currency)
-	caller := Caller(c)
-	scope := stats.Scope{CompanyID: caller.CompanyID, Kind: caller.CompanyKind}
+	scope := statsScope(c)
 	return serve(h, c, "stats-"+string(p.GroupBy)+".csv", export.Stats(p.GroupBy), func(ctx context.Context) (*stats.Rows, error) {
 		return h.st.Rows(ctx, scope, p)
 	}, statsProblem)

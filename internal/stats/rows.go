@@ -31,21 +31,11 @@ type Rows struct {
 // grouped by day, in date order; the other groupings run by clicks, then commission,
 // descending, as Query orders them.
 func (s *Service) Rows(ctx context.Context, scope Scope, p Params) (*Rows, error) {
-	col, ok := scopeColumns[scope.Kind]
-	if !ok || scope.CompanyID == "" {
-		return nil, fmt.Errorf("%w (kind %q)", ErrScope, scope.Kind)
-	}
-	p, err := s.Resolve(p)
+	p, where, args, err := s.scoped(scope, p)
 	if err != nil {
 		return nil, err
 	}
 	g := groupings[p.GroupBy]
-	where := col + " = ? AND day >= toDate(?) AND day <= toDate(?)"
-	args := []any{scope.CompanyID, p.From.Format(time.DateOnly), p.To.Format(time.DateOnly)}
-	if p.ProgramID != "" {
-		where += " AND program_id = ?"
-		args = append(args, p.ProgramID)
-	}
 	convWhere, convArgs := where, slices.Clone(args)
 	if p.Currency != "" {
 		convWhere += " AND currency = ?"
