@@ -43,10 +43,10 @@ func BenchmarkExportMemory(b *testing.B) {
 		b.Run(strconv.Itoa(n)+"-rows", func(b *testing.B) {
 			for range b.N {
 				drainCPU := cpuOf(func() { drainExportRows(b, f.svc, f.advID, from, n) })
-				var got int
+				var got, size int
 				var firstByte time.Duration
 				m := measure(func() {
-					got, firstByte = downloadRows(b, base+"/api/v1/conversions.csv?from="+url.QueryEscape(from), f.adv)
+					got, size, firstByte = downloadRows(b, base+"/api/v1/conversions.csv?from="+url.QueryEscape(from), f.adv)
 				})
 				if got != n {
 					b.Fatalf("exported %d rows, want %d", got, n)
@@ -56,6 +56,7 @@ func BenchmarkExportMemory(b *testing.B) {
 				}
 				b.ReportMetric(float64(n)/m.wall.Seconds(), "rows/s")
 				b.ReportMetric(float64(firstByte.Microseconds())/1000, "first-byte-ms")
+				b.ReportMetric(float64(size)/(1<<20), "file-MB")
 				b.ReportMetric(float64(m.cpu.Microseconds())/float64(n), "cpu-µs/row")
 				b.ReportMetric(m.peakHeapMB, "peak-heap-MB")
 				b.ReportMetric(m.peakRSSMB, "peak-rss-MB")
@@ -111,13 +112,12 @@ func drainExportRows(b *testing.B, svc *conversions.Service, advertiser, from st
 }
 
 // downloadRows GETs an export and counts its rows (lines after the header); it also returns
-// how long the header row took to arrive.
-func downloadRows(b *testing.B, u, key string) (int, time.Duration) {
+// the file's size and how long its first bytes took to arrive.
+func downloadRows(b *testing.B, u, key string) (rows, size int, firstByte time.Duration) {
 	b.Helper()
 	req, _ := http.NewRequest("GET", u, nil)
 	req.Header.Set("x-api-key", key)
 	start := time.Now()
-	var firstByte time.Duration
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		b.Fatal(err)
@@ -136,8 +136,9 @@ func downloadRows(b *testing.B, u, key string) (int, time.Duration) {
 			firstByte = time.Since(start)
 		}
 		lines += bytes.Count(buf[:n], []byte{'\n'})
+		size += n
 		if err == io.EOF {
-			return lines - 1, firstByte
+			return lines - 1, size, firstByte
 		}
 		if err != nil {
 			b.Fatal(err)
