@@ -57,8 +57,10 @@ func Serve[T any](c *fiber.Ctx, log *slog.Logger, filename string, t Table[T], o
 	pr, pw := io.Pipe()
 	c.Context().SetBodyStream(pr, -1)
 	go func() {
-		defer cancel()
+		// Cancel before Close: closing a result read halfway would otherwise read (and drop)
+		// the rest of it from the store.
 		defer cur.Close()
+		defer cancel()
 		defer func() {
 			if r := recover(); r != nil {
 				log.Error("export: panic while streaming", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
