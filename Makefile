@@ -6,7 +6,7 @@ LDFLAGS  := -X github.com/partnerstream/partnerstream/internal/version.Version=$
             -X github.com/partnerstream/partnerstream/internal/version.Revision=$(REVISION)
 BIN := $(CURDIR)/bin
 
-.PHONY: image cluster cluster-down e2e run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats bench-deliver build controlplane tools manifests generate lint bench fuzz docs tidy clean docker-build helm-lint helm-docs journey soak screenshots
+.PHONY: image cluster cluster-down e2e run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats bench-export bench-deliver build controlplane tools manifests generate lint bench fuzz docs tidy clean docker-build helm-lint helm-docs journey soak screenshots
 
 run: ## Start the whole platform with demo data on http://127.0.0.1:8080
 	@bash hack/run.sh
@@ -86,6 +86,9 @@ bench-ingest: ## Ingest events/s (topic to queryable rows) beside a raw ClickHou
 
 bench-stats: ## p50/p95 of 30-day stats queries over 10 million clicks, per grouping
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/stats/ -run '^$$' -bench 'Stats30Days' -benchtime 200x -timeout 30m
+
+bench-export: ## Streamed CSV export of 10k, 100k and 1M conversions over HTTP: rows/s, CPU µs/row, peak heap and RSS (flat), against a cursor-only read
+	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/httpapi/ -run '^$$' -bench 'ExportMemory' -benchtime 1x -timeout 30m
 
 bench-deliver: ## Signed deliveries/s end to end (Kafka -> Postgres -> signed POST -> recorded) beside a plain POST loop, and event-to-delivery p50/p95 at 1,000 events/s
 	@bash hack/bench-deliver.sh

@@ -373,7 +373,7 @@ type Filter struct {
 }
 
 // where builds the scoped, filtered, paginated condition on table alias a (conversions or
-// commissions: both carry the filtered columns) ordered by a.id.
+// commissions: both carry the filtered columns) ordered by a.id; a zero page is every row.
 func (f Filter) where(a string, v Viewer, p page.Request) (string, []any) {
 	conds := []string{a + "." + v.column() + " = $1"}
 	args := []any{v.CompanyID}
@@ -402,8 +402,12 @@ func (f Filter) where(a string, v Viewer, p page.Request) (string, []any) {
 	if p.Before != "" {
 		add(a+".id < $%d", p.Before)
 	}
+	where := strings.Join(conds, " AND ") + " ORDER BY " + a + ".id DESC"
+	if p.Limit == 0 {
+		return where, args // every row: an export
+	}
 	args = append(args, p.Limit+1)
-	return strings.Join(conds, " AND ") + fmt.Sprintf(" ORDER BY %s.id DESC LIMIT $%d", a, len(args)), args
+	return where + fmt.Sprintf(" LIMIT $%d", len(args)), args
 }
 
 // List returns a page of the conversions the viewer may see, newest first.
@@ -429,17 +433,19 @@ func (s *Service) Commissions(ctx context.Context, v Viewer, f Filter, p page.Re
 	if err != nil {
 		return nil, "", fmt.Errorf("list commissions: %w", err)
 	}
-	list, err := collect(rows, func(r pgx.Row) (Commission, error) {
-		var m Commission
-		err := r.Scan(m.targets()...)
-		m.utc()
-		return m, err
-	})
+	list, err := collect(rows, scanCommission)
 	if err != nil {
 		return nil, "", fmt.Errorf("list commissions: %w", err)
 	}
 	list, next := page.Cut(list, p.Limit, func(m Commission) string { return m.ID })
 	return list, next, nil
+}
+
+func scanCommission(r pgx.Row) (Commission, error) {
+	var m Commission
+	err := r.Scan(m.targets()...)
+	m.utc()
+	return m, err
 }
 
 func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -290,6 +291,7 @@ func TestBrowserJourneys(t *testing.T) {
 			b.screenshot("conversions")
 			b.run(chromedp.Click(`#conversions tbody tr button:not(.danger)`, chromedp.ByQuery))
 			b.waitFor("the approval", `document.querySelector('#conversions .badge.approved')`)
+			b.checkExports(order)
 			b.waitForChart("pending", 0, "approved", 1)
 
 			// A revoked key stops working at once.
@@ -341,6 +343,50 @@ func TestBrowserJourneys(t *testing.T) {
 }
 
 // fill types into a form field after clearing it.
+// checkExports downloads the conversion list's CSV with the link on the page (after
+// choosing a filter, which the link must follow), then the payouts' and the overview's.
+func (b *browser) checkExports(order string) {
+	b.t.Helper()
+	dir := b.t.TempDir()
+	b.run(cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir))
+	b.run(chromedp.SetValue("#f-status", "approved", chromedp.ByQuery),
+		chromedp.Evaluate(`document.getElementById('filter-form').dispatchEvent(new Event('change')), true`, nil))
+	var href string
+	b.eval(`document.getElementById('export').href`, &href)
+	if !strings.HasSuffix(href, "/api/conversions.csv?status=approved") {
+		b.t.Fatalf("the download link is %q, want the export with status=approved", href)
+	}
+	b.click("#export")
+	file := filepath.Join(dir, "conversions.csv")
+	deadline := time.Now().Add(20 * time.Second)
+	var body []byte
+	for {
+		var err error
+		if body, err = os.ReadFile(file); err == nil && len(body) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("no %s downloaded: %v", file, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	if !strings.HasPrefix(lines[0], "id,occurred_at,") || len(lines) != 2 || !strings.Contains(lines[1], ","+order+",sale,120.00,") ||
+		!strings.Contains(lines[1], ",approved,") {
+		b.t.Fatalf("the downloaded conversions: %q", body)
+	}
+	for page, header := range map[string]string{"/app/payouts": "payee_email,amount,currency,reference,payee_name,", "/app": "day,currency,clicks,"} {
+		b.open(page)
+		b.waitFor("the download link", `document.getElementById('export')`)
+		var got string
+		b.run(chromedp.Evaluate(`fetch(document.getElementById('export').href).then(async r => r.status + ' ' + r.headers.get('content-type') + '\n' + await r.text())`, &got,
+			func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+		if !strings.HasPrefix(got, "200 text/csv; charset=utf-8\n"+header) {
+			b.t.Fatalf("the download of %s: %q", page, got)
+		}
+	}
+}
+
 func (b *browser) fill(sel, value string) {
 	b.t.Helper()
 	b.waitFor("the field "+sel, fmt.Sprintf(`document.querySelector(%q)`, sel))

@@ -168,7 +168,9 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountConversions(cnv)
 	srv.MountPayouts(cnv)
 	srv.MountConversionPostback(cnv)
-	srv.MountStats(stats.New(ch, chDB, stats.Options{}))
+	st := stats.New(ch, chDB, stats.Options{})
+	srv.MountStats(st)
+	srv.MountExports(cnv, st)
 	srv.MountRates(rates.New(db, nil), httpapi.RatesOptions{})
 	dashboard.Mount(srv.App(), dashboard.Options{Sessions: sessions, Users: s.ids, OAuthProviders: []string{"google", "linkedin"}, Log: quiet})
 

@@ -240,6 +240,12 @@ func conversionsQuery(c *fiber.Ctx) (conversions.Filter, page.Request, error) {
 	if err != nil {
 		return conversions.Filter{}, p, err
 	}
+	f, err := conversionsFilter(c)
+	return f, p, err
+}
+
+// conversionsFilter reads the filters of the conversion and commission lists and exports.
+func conversionsFilter(c *fiber.Ctx) (conversions.Filter, error) {
 	f := conversions.Filter{Status: c.Query("status"), ProgramID: c.Query("program_id"), AffiliateID: c.Query("affiliate_id"), PayoutID: c.Query("payout_id")}
 	var errs []FieldError
 	if f.Status != "" && !slices.Contains(conversions.Statuses, f.Status) {
@@ -254,9 +260,9 @@ func conversionsQuery(c *fiber.Ctx) (conversions.Filter, page.Request, error) {
 	}
 	errs = append(errs, timeRange(&f.From, &f.To, c.Query("from"), c.Query("to"))...)
 	if errs != nil {
-		return f, p, Invalid(errs...)
+		return f, Invalid(errs...)
 	}
-	return f, p, nil
+	return f, nil
 }
 
 // conversionJSON is a conversion as the API shows it: amounts as decimal strings.

@@ -86,6 +86,7 @@ func everyArea() *httpapi.Server {
 	srv.MountRates(nil, httpapi.RatesOptions{})
 	srv.MountConversionPostback(nil)
 	srv.MountStats(nil)
+	srv.MountExports(nil, nil)
 	srv.MountWebhooks(nil)
 	srv.MountPostbacks(nil)
 	srv.MountDeliveries(nil, nil, httpapi.DeliveriesOptions{})

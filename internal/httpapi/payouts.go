@@ -41,12 +41,9 @@ func (h payoutHandlers) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	f := conversions.PayoutFilter{Status: c.Query("status"), AffiliateID: c.Query("affiliate_id")}
-	if f.Status != "" && !slices.Contains(conversions.PayoutStatuses, f.Status) {
-		return Invalid(FieldError{Field: "status", Message: "must be one of " + strings.Join(conversions.PayoutStatuses, ", ")})
-	}
-	if f.AffiliateID != "" && !ids.Valid(ids.Company, f.AffiliateID) {
-		return Invalid(FieldError{Field: "affiliate_id", Message: "must be an id starting with co_"})
+	f, err := payoutFilter(c)
+	if err != nil {
+		return err
 	}
 	list, next, err := h.svc.Payouts(c.UserContext(), conversionsViewer(c), f, p)
 	if err != nil {
@@ -57,6 +54,18 @@ func (h payoutHandlers) list(c *fiber.Ctx) error {
 		out[i] = payoutView(p)
 	}
 	return c.JSON(page.List[payoutJSON]{Data: out, NextCursor: next})
+}
+
+// payoutFilter reads the filters of the payout list and export.
+func payoutFilter(c *fiber.Ctx) (conversions.PayoutFilter, error) {
+	f := conversions.PayoutFilter{Status: c.Query("status"), AffiliateID: c.Query("affiliate_id")}
+	if f.Status != "" && !slices.Contains(conversions.PayoutStatuses, f.Status) {
+		return f, Invalid(FieldError{Field: "status", Message: "must be one of " + strings.Join(conversions.PayoutStatuses, ", ")})
+	}
+	if f.AffiliateID != "" && !ids.Valid(ids.Company, f.AffiliateID) {
+		return f, Invalid(FieldError{Field: "affiliate_id", Message: "must be an id starting with co_"})
+	}
+	return f, nil
 }
 
 func (h payoutHandlers) create(c *fiber.Ctx) error {

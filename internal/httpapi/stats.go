@@ -39,15 +39,11 @@ func (s *Server) MountStats(q StatsQuerier) {
 type statsHandlers struct{ q StatsQuerier }
 
 func (h statsHandlers) report(c *fiber.Ctx) error {
-	p, limit, err := statsParams(c)
+	p, limit, err := statsRequest(c, h.q)
 	if err != nil {
 		return err
 	}
-	if p, err = h.q.Resolve(p); err != nil {
-		return statsProblem(err)
-	}
-	caller := Caller(c)
-	rows, err := h.q.Query(c.UserContext(), stats.Scope{CompanyID: caller.CompanyID, Kind: caller.CompanyKind}, p)
+	rows, err := h.q.Query(c.UserContext(), statsScope(c), p)
 	if err != nil {
 		return statsProblem(err)
 	}
@@ -73,6 +69,27 @@ func (h statsHandlers) report(c *fiber.Ctx) error {
 		out.Data[i] = statsRow{statsKey: key(p.GroupBy, r), statsFigures: figures(r)}
 	}
 	return c.JSON(out)
+}
+
+// statsRequest reads the query and resolves its defaults with r (the report's and the
+// export's parameters).
+func statsRequest(c *fiber.Ctx, r interface {
+	Resolve(stats.Params) (stats.Params, error)
+}) (stats.Params, int, error) {
+	p, limit, err := statsParams(c)
+	if err != nil {
+		return p, limit, err
+	}
+	if p, err = r.Resolve(p); err != nil {
+		return p, limit, statsProblem(err)
+	}
+	return p, limit, nil
+}
+
+// statsScope is the caller's statistics scope.
+func statsScope(c *fiber.Ctx) stats.Scope {
+	caller := Caller(c)
+	return stats.Scope{CompanyID: caller.CompanyID, Kind: caller.CompanyKind}
 }
 
 // statsParams reads the query, reporting every malformed parameter at once.

@@ -290,21 +290,11 @@ var scopeColumns = map[string]string{
 // day of the range has a row, zeros included. Rows by day run in date order, the others by
 // clicks, then commission, descending.
 func (s *Service) Query(ctx context.Context, scope Scope, p Params) ([]Row, error) {
-	col, ok := scopeColumns[scope.Kind]
-	if !ok || scope.CompanyID == "" {
-		return nil, fmt.Errorf("%w (kind %q)", ErrScope, scope.Kind)
-	}
-	p, err := s.Resolve(p)
+	p, where, args, err := s.scoped(scope, p)
 	if err != nil {
 		return nil, err
 	}
 	g := groupings[p.GroupBy]
-	where := col + " = ? AND day >= toDate(?) AND day <= toDate(?)"
-	args := []any{scope.CompanyID, p.From.Format(time.DateOnly), p.To.Format(time.DateOnly)}
-	if p.ProgramID != "" {
-		where += " AND program_id = ?"
-		args = append(args, p.ProgramID)
-	}
 
 	rows := map[string]*Row{}
 	get := func(key, program, affiliate string) *Row {
@@ -360,6 +350,26 @@ func (s *Service) Query(ctx context.Context, scope Scope, p Params) ([]Row, erro
 	}
 	sortRows(out, p.GroupBy)
 	return out, nil
+}
+
+// scoped resolves p and builds the rollups' condition: the scope's company, the range and
+// the program.
+func (s *Service) scoped(scope Scope, p Params) (Params, string, []any, error) {
+	col, ok := scopeColumns[scope.Kind]
+	if !ok || scope.CompanyID == "" {
+		return Params{}, "", nil, fmt.Errorf("%w (kind %q)", ErrScope, scope.Kind)
+	}
+	p, err := s.Resolve(p)
+	if err != nil {
+		return Params{}, "", nil, err
+	}
+	where := col + " = ? AND day >= toDate(?) AND day <= toDate(?)"
+	args := []any{scope.CompanyID, p.From.Format(time.DateOnly), p.To.Format(time.DateOnly)}
+	if p.ProgramID != "" {
+		where += " AND program_id = ?"
+		args = append(args, p.ProgramID)
+	}
+	return p, where, args, nil
 }
 
 func sortRows(rows []Row, g GroupBy) {

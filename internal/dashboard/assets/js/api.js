@@ -51,11 +51,14 @@ async function send(method, path, body, retried, type = 'application/json') {
   throw new APIError(res.status, data);
 }
 
+// withQuery appends the query's set values to path.
+export function withQuery(path, query) {
+  const q = query ? new URLSearchParams(Object.entries(query).filter(([, v]) => v !== '' && v != null)).toString() : '';
+  return q ? `${path}?${q}` : path;
+}
+
 export const api = {
-  get: (path, query) => {
-    const q = query ? new URLSearchParams(Object.entries(query).filter(([, v]) => v !== '' && v != null)).toString() : '';
-    return send('GET', q ? `${path}?${q}` : path);
-  },
+  get: (path, query) => send('GET', withQuery(path, query)),
   post: (path, body = {}) => send('POST', path, body),
   // upload posts text (a file's contents) as type, e.g. text/csv.
   upload: (path, text, type) => send('POST', path, text, false, type),

@@ -163,6 +163,18 @@ function initLayout() {
       location.assign(a.href);
     });
   });
+  // A download is a plain GET that the browser streams to disk: the session is checked first
+  // (and refreshed when its access token expired while the page was open), or the file would
+  // be the API's 401 problem.
+  document.querySelectorAll('a[download]').forEach((a) => {
+    a.addEventListener('click', async (e) => {
+      if (a.dataset.checked) { delete a.dataset.checked; return; }
+      e.preventDefault();
+      try { await api.get('/api/auth/me'); } catch (err) { showError(err); return; }
+      a.dataset.checked = 'yes';
+      a.click();
+    });
+  });
   const logout = document.getElementById('logout');
   if (logout) {
     logout.addEventListener('click', async () => {

@@ -1,4 +1,4 @@
-import { api } from '../api.js';
+import { api, withQuery } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { badge, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
 
@@ -14,8 +14,17 @@ let rows = [];
 let cursor = '';
 const selected = new Set();
 
+function filters() {
+  return { status: form.status.value, from: form.from.value, to: form.to.value };
+}
+
 function query() {
-  return { status: form.status.value, from: form.from.value, to: form.to.value, limit: 50, cursor };
+  return { ...filters(), limit: 50, cursor };
+}
+
+// The download link exports what the filters select, all pages at once.
+function updateExport() {
+  document.getElementById('export').href = withQuery('/api/conversions.csv', filters());
 }
 
 function updateSelection() {
@@ -128,6 +137,8 @@ async function decideMany(action) {
 bulkApprove.addEventListener('click', () => decideMany('approve'));
 bulkReject.addEventListener('click', () => decideMany('reject'));
 form.addEventListener('submit', (e) => { e.preventDefault(); clearFlash(); load(); });
+form.addEventListener('change', updateExport);
+updateExport();
 more.addEventListener('click', () => load(true));
 document.querySelectorAll('[data-advertiser-only]').forEach((el) => { el.hidden = !canDecide; });
 load();

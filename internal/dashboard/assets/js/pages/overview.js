@@ -1,4 +1,4 @@
-import { api } from '../api.js';
+import { api, withQuery } from '../api.js';
 import { fmt, t } from '../boot.js';
 import { chart } from '../chart.js';
 import { clearFlash, flash, h, showError } from '../ui.js';
@@ -13,6 +13,13 @@ function isoDay(d) { return d.toISOString().slice(0, 10); }
 const today = new Date();
 form.to.value = isoDay(today);
 form.from.value = isoDay(new Date(today.getTime() - 29 * 864e5));
+
+// The download link exports the report of the range shown.
+function updateExport() {
+  document.getElementById('export').href = withQuery('/api/stats.csv', { group_by: 'day', from: form.from.value, to: form.to.value });
+}
+form.addEventListener('change', updateExport);
+updateExport();
 
 async function load() {
   clearFlash();

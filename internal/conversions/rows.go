@@ -1,0 +1,113 @@
+package conversions
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/page"
+)
+
+// Rows reads a query's rows one at a time as Postgres sends them, for exports that must not
+// hold a whole list in memory. Close it when done.
+type Rows[T any] struct {
+	rows pgx.Rows
+	scan func(pgx.Row) (T, error)
+	v    T
+	err  error
+}
+
+// Next reads the next row; false at the end or on an error (see Err).
+func (r *Rows[T]) Next() bool {
+	if r.err != nil || !r.rows.Next() {
+		return false
+	}
+	r.v, r.err = r.scan(r.rows)
+	return r.err == nil
+}
+
+// Value is the row Next read.
+func (r *Rows[T]) Value() T { return r.v }
+
+// Err is the error that ended the rows, if any.
+func (r *Rows[T]) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.rows.Err()
+}
+
+// Close releases the connection.
+func (r *Rows[T]) Close() { r.rows.Close() }
+
+func query[T any](ctx context.Context, s *Service, what string, scan func(pgx.Row) (T, error), sql string, args ...any) (*Rows[T], error) {
+	rows, err := s.db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("export %s: %w", what, err)
+	}
+	return &Rows[T]{rows: rows, scan: scan}, nil
+}
+
+// ConversionRows reads every conversion the viewer may see that f selects, newest first, as
+// List orders them.
+func (s *Service) ConversionRows(ctx context.Context, v Viewer, f Filter) (*Rows[Conversion], error) {
+	where, args := f.where("v", v, page.Request{})
+	return query(ctx, s, "conversions", scanConversion, `SELECT `+conversionColumns+` FROM conversions v
+		JOIN commissions c ON c.conversion_id = v.id WHERE `+where, args...)
+}
+
+// CommissionRows reads every commission the viewer may see that f selects, newest first.
+func (s *Service) CommissionRows(ctx context.Context, v Viewer, f Filter) (*Rows[Commission], error) {
+	where, args := f.where("c", v, page.Request{})
+	return query(ctx, s, "commissions", scanCommission, `SELECT `+commissionColumns+` FROM commissions c WHERE `+where, args...)
+}
+
+// PayoutTotal is what one advertiser owes (or paid) one affiliate in one currency: the sum
+// of their payouts that a PayoutFilter selects. The payee is the affiliate: its company name
+// and its first owner's email.
+type PayoutTotal struct {
+	AdvertiserID string
+	AffiliateID  string
+	PayeeName    string
+	PayeeEmail   string
+	Currency     string
+	Amount       money.Sum // minor units of Currency
+	Payouts      int64
+	Commissions  int64
+	// PeriodStart and PeriodEnd span the payouts' periods.
+	PeriodStart, PeriodEnd time.Time
+	// PayoutIDs lists the payouts, newest first; the first is the row's reference.
+	PayoutIDs []string
+}
+
+// PayoutTotals reads, per advertiser, affiliate and currency, the total of the payouts the
+// viewer may see that f selects, ordered by payee name: one row per payment to make.
+func (s *Service) PayoutTotals(ctx context.Context, v Viewer, f PayoutFilter) (*Rows[PayoutTotal], error) {
+	return query(ctx, s, "payout totals", scanPayoutTotal, `SELECT p.advertiser_id, p.affiliate_id, co.name,
+			COALESCE((SELECT u.email FROM users u WHERE u.company_id = p.affiliate_id AND u.role = 'owner'
+				ORDER BY u.created_at, u.id LIMIT 1), ''),
+			p.currency, sum(p.amount)::text, count(*), sum(p.commission_count), min(p.period_start), max(p.period_end),
+			array_agg(p.id ORDER BY p.id DESC)
+		FROM payouts p JOIN companies co ON co.id = p.affiliate_id
+		WHERE p.`+v.column()+` = $1 AND ($2 = '' OR p.status = $2) AND ($3 = '' OR p.affiliate_id = $3)
+		GROUP BY p.advertiser_id, p.affiliate_id, co.name, p.currency
+		ORDER BY co.name, p.affiliate_id, p.advertiser_id, p.currency`, v.CompanyID, f.Status, f.AffiliateID)
+}
+
+func scanPayoutTotal(row pgx.Row) (PayoutTotal, error) {
+	var t PayoutTotal
+	var amount string
+	if err := row.Scan(&t.AdvertiserID, &t.AffiliateID, &t.PayeeName, &t.PayeeEmail, &t.Currency, &amount, &t.Payouts,
+		&t.Commissions, &t.PeriodStart, &t.PeriodEnd, &t.PayoutIDs); err != nil {
+		return PayoutTotal{}, err
+	}
+	var err error
+	if t.Amount, err = money.ParseSum(amount); err != nil {
+		return PayoutTotal{}, fmt.Errorf("payout total of %s: %w", t.AffiliateID, err)
+	}
+	t.PeriodStart, t.PeriodEnd = t.PeriodStart.UTC(), t.PeriodEnd.UTC()
+	return t, nil
+}

@@ -1,0 +1,136 @@
+package export
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/stats"
+)
+
+// The layouts of the files. Amounts are plain decimals in their currency's minor units
+// ("42.50", "1000", "0.125"), the cell beside them names the currency, times are RFC 3339 in
+// UTC, and an empty cell is an absent value.
+
+func text(names ...string) []Column {
+	out := make([]Column, len(names))
+	for i, n := range names {
+		out[i] = Column{Name: n}
+	}
+	return out
+}
+
+func number(names ...string) []Column {
+	out := text(names...)
+	for i := range out {
+		out[i].Number = true
+	}
+	return out
+}
+
+func cols(groups ...[]Column) []Column {
+	var out []Column
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func stampOf(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return stamp(*t)
+}
+
+// Conversions is the file of conversions, each with its commission.
+var Conversions = Table[conversions.Conversion]{
+	Columns: cols(text("id", "occurred_at", "program_id", "affiliate_id", "link_id", "click_id", "sub1", "external_id", "type"),
+		number("amount"), text("currency", "commission_id"), number("commission_amount"),
+		text("commission_currency", "status", "reason", "payout_id", "source", "created_at")),
+	Record: func(c conversions.Conversion, r []string) {
+		m := c.Commission
+		copy(r, []string{c.ID, stamp(c.OccurredAt), c.ProgramID, c.AffiliateID, c.LinkID, c.ClickID, c.Sub1, c.ExternalID, c.Type,
+			money.Format(c.Amount, c.Currency), c.Currency, m.ID, money.Format(m.Amount, m.Currency), m.Currency, m.Status,
+			m.Reason, m.PayoutID, c.Source, stamp(c.CreatedAt)})
+	},
+}
+
+// Commissions is the file of commissions.
+var Commissions = Table[conversions.Commission]{
+	Columns: cols(text("id", "conversion_id", "occurred_at", "program_id", "advertiser_id", "affiliate_id"), number("amount"),
+		text("currency", "status", "reason", "hold_until", "payout_id", "created_at", "updated_at")),
+	Record: func(m conversions.Commission, r []string) {
+		copy(r, []string{m.ID, m.ConversionID, stamp(m.OccurredAt), m.ProgramID, m.AdvertiserID, m.AffiliateID,
+			money.Format(m.Amount, m.Currency), m.Currency, m.Status, m.Reason, stampOf(m.HoldUntil), m.PayoutID,
+			stamp(m.CreatedAt), stamp(m.UpdatedAt)})
+	},
+}
+
+// Payouts is the mass-payment file: one row per payment to make (an advertiser, an affiliate
+// and a currency). Its first five columns are the common mass-payment layout (payee email,
+// amount, currency, a reference of at most 30 characters, the payee's name); the others say
+// what the payment covers.
+var Payouts = Table[conversions.PayoutTotal]{
+	Columns: cols(text("payee_email"), number("amount"), text("currency", "reference", "payee_name", "affiliate_id", "advertiser_id"),
+		number("payout_count", "commission_count"), text("period_start", "period_end", "payout_ids")),
+	Record: func(t conversions.PayoutTotal, r []string) {
+		ref := ""
+		if len(t.PayoutIDs) > 0 {
+			ref = t.PayoutIDs[0]
+		}
+		copy(r, []string{t.PayeeEmail, money.FormatSum(t.Amount, t.Currency), t.Currency, ref, t.PayeeName, t.AffiliateID,
+			t.AdvertiserID, strconv.FormatInt(t.Payouts, 10), strconv.FormatInt(t.Commissions, 10), stamp(t.PeriodStart),
+			stamp(t.PeriodEnd), strings.Join(t.PayoutIDs, " ")})
+	},
+}
+
+// statsKeys are the key columns of each grouping.
+var statsKeys = map[stats.GroupBy][]string{
+	stats.Day:       {"day"},
+	stats.Program:   {"program_id"},
+	stats.Affiliate: {"affiliate_id"},
+	stats.Link:      {"link_id", "program_id", "affiliate_id"},
+	stats.Sub1:      {"sub1"},
+}
+
+func statsKey(g stats.GroupBy, r stats.Row) []string {
+	switch g {
+	case stats.Day:
+		return []string{r.Day.Format(time.DateOnly)}
+	case stats.Program:
+		return []string{r.ProgramID}
+	case stats.Affiliate:
+		return []string{r.AffiliateID}
+	case stats.Link:
+		return []string{r.LinkID, r.ProgramID, r.AffiliateID}
+	}
+	return []string{r.Sub1}
+}
+
+// Stats is the file of a statistics report grouped by g: the group's key columns, then its
+// figures per currency (stats.Service.Rows).
+func Stats(g stats.GroupBy) Table[stats.Row] {
+	keys := statsKeys[g]
+	return Table[stats.Row]{
+		Columns: cols(text(keys...), text("currency"), number("clicks", "unique_clicks", "conversions", "pending", "approved",
+			"rejected", "paid", "reversed", "sale_amount", "commission", "epc", "conversion_rate")),
+		Record: func(v stats.Row, r []string) {
+			c := v.Conversions
+			n := copy(r, statsKey(g, v))
+			i := func(x int64) string { return strconv.FormatInt(x, 10) }
+			copy(r[n:], []string{v.Currency, i(v.Clicks), i(v.UniqueClicks), i(c.Total), i(c.Pending), i(c.Approved), i(c.Rejected),
+				i(c.Paid), i(c.Reversed), money.FormatSum(v.SaleAmount, v.Currency), money.FormatSum(v.Commission, v.Currency),
+				money.FormatSum(v.EPC(), v.Currency), strconv.FormatFloat(v.ConversionRate(), 'f', -1, 64)})
+		},
+	}
+}
