@@ -52,27 +52,40 @@ func stampOf(t *time.Time) string {
 	return stamp(*t)
 }
 
+// exchangeColumns are the snapshot of a sale reported in another currency than its
+// program's (docs/conversions.md), empty for one in the program currency: the amount as
+// reported, its currency, the rate and its day. The converted amount is the row's amount.
+var exchangeColumns = cols(number("original_amount"), text("original_currency"), number("exchange_rate"), text("rate_date"))
+
+func exchange(e *conversions.Exchange) []string {
+	if e == nil {
+		return []string{"", "", "", ""}
+	}
+	return []string{money.Format(e.OriginalAmount, e.OriginalCurrency), e.OriginalCurrency, e.Rate, e.RateDate.Format(time.DateOnly)}
+}
+
 // Conversions is the file of conversions, each with its commission.
 var Conversions = Table[conversions.Conversion]{
 	Columns: cols(text("id", "occurred_at", "program_id", "affiliate_id", "link_id", "click_id", "sub1", "external_id", "type"),
 		number("amount"), text("currency", "commission_id"), number("commission_amount"),
-		text("commission_currency", "status", "reason", "payout_id", "source", "created_at")),
+		text("commission_currency", "status", "reason", "payout_id", "source", "created_at", "attribution", "coupon_code",
+			"customer_id"), exchangeColumns),
 	Record: func(c conversions.Conversion, r []string) {
 		m := c.Commission
-		copy(r, []string{c.ID, stamp(c.OccurredAt), c.ProgramID, c.AffiliateID, c.LinkID, c.ClickID, c.Sub1, c.ExternalID, c.Type,
+		copy(r, append([]string{c.ID, stamp(c.OccurredAt), c.ProgramID, c.AffiliateID, c.LinkID, c.ClickID, c.Sub1, c.ExternalID, c.Type,
 			money.Format(c.Amount, c.Currency), c.Currency, m.ID, money.Format(m.Amount, m.Currency), m.Currency, m.Status,
-			m.Reason, m.PayoutID, c.Source, stamp(c.CreatedAt)})
+			m.Reason, m.PayoutID, c.Source, stamp(c.CreatedAt), c.Attribution, c.CouponCode, c.CustomerID}, exchange(c.Exchange)...))
 	},
 }
 
 // Commissions is the file of commissions.
 var Commissions = Table[conversions.Commission]{
 	Columns: cols(text("id", "conversion_id", "occurred_at", "program_id", "advertiser_id", "affiliate_id"), number("amount"),
-		text("currency", "status", "reason", "hold_until", "payout_id", "created_at", "updated_at")),
+		text("currency", "status", "reason", "hold_until", "payout_id", "created_at", "updated_at"), exchangeColumns),
 	Record: func(m conversions.Commission, r []string) {
-		copy(r, []string{m.ID, m.ConversionID, stamp(m.OccurredAt), m.ProgramID, m.AdvertiserID, m.AffiliateID,
+		copy(r, append([]string{m.ID, m.ConversionID, stamp(m.OccurredAt), m.ProgramID, m.AdvertiserID, m.AffiliateID,
 			money.Format(m.Amount, m.Currency), m.Currency, m.Status, m.Reason, stampOf(m.HoldUntil), m.PayoutID,
-			stamp(m.CreatedAt), stamp(m.UpdatedAt)})
+			stamp(m.CreatedAt), stamp(m.UpdatedAt)}, exchange(m.Exchange)...))
 	},
 }
 
@@ -96,11 +109,12 @@ var Payouts = Table[conversions.PayoutTotal]{
 
 // statsKeys are the key columns of each grouping.
 var statsKeys = map[stats.GroupBy][]string{
-	stats.Day:       {"day"},
-	stats.Program:   {"program_id"},
-	stats.Affiliate: {"affiliate_id"},
-	stats.Link:      {"link_id", "program_id", "affiliate_id"},
-	stats.Sub1:      {"sub1"},
+	stats.Day:         {"day"},
+	stats.Program:     {"program_id"},
+	stats.Affiliate:   {"affiliate_id"},
+	stats.Link:        {"link_id", "program_id", "affiliate_id"},
+	stats.Sub1:        {"sub1"},
+	stats.Attribution: {"attribution"},
 }
 
 func statsKey(g stats.GroupBy, r stats.Row) []string {
@@ -113,6 +127,8 @@ func statsKey(g stats.GroupBy, r stats.Row) []string {
 		return []string{r.AffiliateID}
 	case stats.Link:
 		return []string{r.LinkID, r.ProgramID, r.AffiliateID}
+	case stats.Attribution:
+		return []string{r.Attribution}
 	}
 	return []string{r.Sub1}
 }

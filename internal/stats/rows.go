@@ -48,9 +48,13 @@ func (s *Service) Rows(ctx context.Context, scope Scope, p Params) (*Rows, error
 	// Each side sums its rollup by group; the FULL JOIN (ClickHouse 18.16 fills the side a
 	// group lacks with defaults) keeps groups with only clicks or only conversions. Amounts
 	// are Decimal(38, 0), read as text as in Query.
+	// A grouping without clicks (attribution) reads its groups, with none, from its conversions.
+	clicks := "sum(clicks) AS clicks, sum(unique_clicks) AS uniques FROM " + s.db + "." + g.clicksTable
+	if g.clicksTable == "" {
+		clicks = "toUInt64(0) AS clicks, toUInt64(0) AS uniques FROM " + s.db + "." + g.convsTable
+	}
 	q := "SELECT k, p, a, clicks, uniques, currency, pending, approved, rejected, paid, reversed, total, sale_text, commission_text FROM (" +
-		"SELECT " + g.key + " AS k, " + aliased(g.extra) + ", sum(clicks) AS clicks, sum(unique_clicks) AS uniques FROM " +
-		s.db + "." + g.clicksTable + " WHERE " + where + " GROUP BY " + g.column +
+		"SELECT " + g.key + " AS k, " + aliased(g.extra) + ", " + clicks + " WHERE " + where + " GROUP BY " + g.column +
 		") ALL FULL OUTER JOIN (" +
 		"SELECT " + g.key + " AS k, " + aliased(g.extra) + ", currency, " +
 		"sumIf(conversions, status = 'pending') AS pending, sumIf(conversions, status = 'approved') AS approved, " +
@@ -59,7 +63,7 @@ func (s *Service) Rows(ctx context.Context, scope Scope, p Params) (*Rows, error
 		"sumIf(sale_amount, status IN ('pending', 'approved', 'paid')) AS sale_sum, " +
 		"sumIf(commission, status IN ('pending', 'approved', 'paid')) AS commission_sum, " +
 		"toString(sale_sum) AS sale_text, toString(commission_sum) AS commission_text FROM " +
-		s.db + ".conversions_daily WHERE " + convWhere + " GROUP BY " + g.column + ", currency " +
+		s.db + "." + g.convsTable + " WHERE " + convWhere + " GROUP BY " + g.column + ", currency " +
 		"HAVING total != 0 OR sale_sum != 0 OR commission_sum != 0" +
 		") USING (k, p, a) ORDER BY " + order
 	rows, err := s.conn.Query(ctx, q, append(args, convArgs...)...)

@@ -27,18 +27,19 @@ func TestRowsStreamEveryGroupPerCurrencyInOrder(t *testing.T) {
 		want  string // "key:clicks/conversions/commission currency" per row
 	}{
 		{"by day: every day, zeros included, in order", advA, stats.Params{From: date("2026-06-09"), To: date("2026-06-12")},
-			"2026-06-09:0/0/0  2026-06-10:7/1/700 EUR 2026-06-11:0/0/0  2026-06-12:3/1/300 EUR"},
+			"2026-06-09:0/0/0  2026-06-10:7/1/700 EUR 2026-06-11:0/1/0 EUR 2026-06-12:3/1/300 EUR"},
 		{"by day in an asked currency", advA, stats.Params{From: date("2026-06-11"), To: date("2026-06-12"), Currency: "EUR"},
-			"2026-06-11:0/0/0 EUR 2026-06-12:3/1/300 EUR"},
+			"2026-06-11:0/1/0 EUR 2026-06-12:3/1/300 EUR"},
 		{"an affiliate in two currencies gets a row per currency, no error", affX, stats.Params{From: date("2026-06-09"), To: date("2026-06-11")},
 			"2026-06-09:0/0/0  2026-06-10:14/1/700 EUR 2026-06-10:14/1/900 USD 2026-06-11:0/0/0 "},
 		{"by program, most clicks first, clicks repeated on each currency row", affX, june(stats.Program),
 			"prg_b1:9/1/900 USD prg_a1:5/1/700 EUR prg_a2:3/1/300 EUR"},
-		{"by affiliate, groups without conversions have no currency", advA, june(stats.Affiliate),
-			"co_x:8/2/1000 EUR co_y:2/0/0 "},
-		{"by link with its program and affiliate", advA, stats.Params{From: date("2026-06-01"), To: date("2026-06-30"), GroupBy: stats.Link, ProgramID: "prg_a2"},
-			"lnk_a2x(prg_a2,co_x):3/1/300 EUR lnk_a2y(prg_a2,co_y):2/0/0 "},
-		{"by sub1", advA, june(stats.Sub1), ":10/2/1000 EUR"},
+		{"by affiliate", advA, june(stats.Affiliate),
+			"co_x:8/2/1000 EUR co_y:2/1/0 EUR"},
+		{"by link with its program and affiliate; a coupon's conversions have no link", advA, stats.Params{From: date("2026-06-01"), To: date("2026-06-30"), GroupBy: stats.Link, ProgramID: "prg_a2"},
+			"lnk_a2x(prg_a2,co_x):3/1/300 EUR lnk_a2y(prg_a2,co_y):2/0/0  prg_a2co_y:0/1/0 EUR"},
+		{"by sub1", advA, june(stats.Sub1), ":10/3/1000 EUR"},
+		{"by attribution: conversions only, no clicks", advA, june(stats.Attribution), "click:0/2/1000 EUR coupon:0/1/0 EUR"},
 		{"another company's traffic never appears", stats.Scope{CompanyID: "co_b", Kind: identity.Advertiser}, june(stats.Affiliate),
 			"co_x:9/1/900 USD"},
 	}
@@ -52,7 +53,7 @@ func TestRowsStreamEveryGroupPerCurrencyInOrder(t *testing.T) {
 			var got []string
 			for rows.Next() {
 				r := rows.Value()
-				k := r.ProgramID + r.AffiliateID + r.Sub1
+				k := r.ProgramID + r.AffiliateID + r.Sub1 + r.Attribution
 				switch {
 				case !r.Day.IsZero():
 					k = r.Day.Format(time.DateOnly)
