@@ -24,6 +24,13 @@ func up(ctx context.Context, l layout, images []string, pauseImage string) error
 	if _, err := os.Stat(l.snapshotPath()); err == nil {
 		return fmt.Errorf("a cluster in %s is already up (or was not torn down): run `make cluster-down` first", l.dir)
 	}
+	// The node address and the bridge belong to the machine, not to a checkout: a cluster of
+	// another checkout holds them, and starting beside it would take its host state for the
+	// one to restore.
+	if hasNodeAddress() || linkExists(bridgeName) {
+		return fmt.Errorf("another cluster runs on this machine (%s is on lo or the bridge %s exists): "+
+			"run `make cluster-down` in its checkout first", nodeIP, bridgeName)
+	}
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "coredns"} {
 		if _, err := os.Stat(l.bin(b)); err != nil {
 			return fmt.Errorf("%s: %w (hack/envtest.sh and hack/kube-node.sh build it)", b, err)
