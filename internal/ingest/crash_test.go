@@ -119,17 +119,17 @@ func (c *child) killWhen(t *testing.T, timeout time.Duration, cond func() bool) 
 	c.waitKilled(t, 10*time.Second)
 }
 
-// crashTwice runs two ingesters side by side and kills both mid-stream: one right after it
-// stored a batch and before it committed it, the other from outside once progress() has moved
-// by minProgress. Then a third ingester finishes the topic. Both die about together, so the
-// group waits out their sessions (30 s) once.
+// crashTwice kills two ingesters mid-stream: the first right after it stored a batch and before
+// it committed it, the second from outside once progress() has moved by minProgress. Then a
+// third ingester finishes the topic. The first runs alone until it dies, so it holds every
+// partition and its crash cannot depend on which partitions a rebalance gave it (started side
+// by side, the other one could drain the topic first and leave it nothing to write). The group
+// waits out each dead member's session (30 s) before the next one gets the partitions.
 func (e *env) crashTwice(t *testing.T, topic string, batch, crashAfter int, progress func() uint64, minProgress uint64) {
 	t.Helper()
+	e.startChild(t, batch, crashAfter).waitKilled(t, 90*time.Second) // generous: a loaded 2-core machine
 	before := progress()
-	crashing := e.startChild(t, batch, crashAfter)
-	killed := e.startChild(t, batch, 0)
-	crashing.waitKilled(t, 90*time.Second) // generous: a loaded 2-core machine
-	killed.killWhen(t, 90*time.Second, func() bool { return progress() >= before+minProgress })
+	e.startChild(t, batch, 0).killWhen(t, 2*time.Minute, func() bool { return progress() >= before+minProgress })
 	group := DefaultGroupPrefix + "-clicks"
 	if topic == kafka.TopicEvents {
 		group = DefaultGroupPrefix + "-events"
