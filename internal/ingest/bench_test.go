@@ -186,7 +186,7 @@ func BenchmarkClickToVisible(b *testing.B) {
 	ctx := context.Background()
 	for range b.N {
 		e := newEnv(b)
-		stop := testenv.Run(b, e.service(b, Options{}))
+		stop := testenv.Run(b, e.service(b, benchFetchOptions(b)))
 		q := stats.New(e.conn, e.db, stats.Options{})
 		scope := stats.Scope{CompanyID: "co_bench", Kind: identity.Advertiser}
 		w := kafka.NewWriter(e.kafka, kafka.TopicClicks)

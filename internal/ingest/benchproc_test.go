@@ -30,12 +30,36 @@ const envBenchChild = "PARTNERSTREAM_INGEST_BENCH_CHILD"
 // last one wins), for `go tool pprof`.
 const envBenchProfile = "INGEST_BENCH_CPUPROFILE"
 
+// benchFetchOptions are the fetch settings of the benchmarks' ingesters, from
+// INGEST_BENCH_FETCH_MIN_BYTES and INGEST_BENCH_FETCH_MAX_WAIT when set (to compare
+// settings), else the defaults.
+func benchFetchOptions(b *testing.B) Options {
+	var o Options
+	if v := os.Getenv("INGEST_BENCH_FETCH_MIN_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		o.FetchMinBytes = n
+	}
+	if v := os.Getenv("INGEST_BENCH_FETCH_MAX_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		o.FetchMaxWait = d
+	}
+	return o
+}
+
 // benchChild is what the benchmark ingester is told, as JSON in envBenchChild.
 type benchChild struct {
-	Brokers    []string
-	ClickHouse string
-	Database   string
-	Profile    string
+	Brokers       []string
+	ClickHouse    string
+	Database      string
+	Profile       string
+	FetchMinBytes int
+	FetchMaxWait  time.Duration
 }
 
 // runBenchChild runs ingest at its defaults until SIGTERM. It prints "received" once the
@@ -55,7 +79,7 @@ func runBenchChild() int {
 	}
 	s, err := New(Options{
 		Kafka:      kafka.Config{Brokers: cfg.Brokers, Partitions: 6, ReplicationFactor: 1, Retention: time.Hour},
-		ClickHouse: conn, Database: cfg.Database,
+		ClickHouse: conn, Database: cfg.Database, FetchMinBytes: cfg.FetchMinBytes, FetchMaxWait: cfg.FetchMaxWait,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -101,7 +125,9 @@ type benchIngester struct {
 
 func (e *env) startBenchIngester(b *testing.B) *benchIngester {
 	b.Helper()
-	cfg, _ := json.Marshal(benchChild{Brokers: e.kafka.Brokers, ClickHouse: e.addr, Database: e.db, Profile: os.Getenv(envBenchProfile)})
+	o := benchFetchOptions(b)
+	cfg, _ := json.Marshal(benchChild{Brokers: e.kafka.Brokers, ClickHouse: e.addr, Database: e.db, Profile: os.Getenv(envBenchProfile),
+		FetchMinBytes: o.FetchMinBytes, FetchMaxWait: o.FetchMaxWait})
 	i := &benchIngester{cmd: exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$"),
 		received: make(chan struct{}), exited: make(chan struct{})}
 	i.cmd.Env = append(os.Environ(), envBenchChild+"="+string(cfg))
