@@ -14,7 +14,7 @@ import (
 
 // Defaults of Options.FetchMinBytes and Options.FetchMaxWait.
 const (
-	DefaultFetchMinBytes = 1
+	DefaultFetchMinBytes = 512 << 10
 	DefaultFetchMaxWait  = 250 * time.Millisecond
 )
 
@@ -42,24 +42,32 @@ type item[T any] struct {
 	position
 }
 
+// fetched is what one fetch returned, decoded, and how long the broker held the fetch
+// waiting for messages: the batcher counts that wait in the batch interval, so that the
+// fetch wait does not add to how stale statistics get.
+type fetched[T any] struct {
+	items  []item[T]
+	waited time.Duration
+}
+
 // fetchLoop reads one partition from offset and decodes each message, so decoding runs in
 // parallel across partitions and overlaps the batcher's writes. It hands on the messages of
 // a fetch together.
-func (c *consumer[T]) fetchLoop(ctx context.Context, partition int, offset int64, out chan<- []item[T]) {
+func (c *consumer[T]) fetchLoop(ctx context.Context, partition int, offset int64, out chan<- fetched[T]) {
 	f := &fetcher[T]{c: c, partition: partition, decode: c.decoder(), buf: make([]byte, 64<<10)}
 	defer f.close()
 	failures := 0
 	for ctx.Err() == nil {
-		chunk, next, err := f.fetch(ctx, offset)
+		got, next, err := f.fetch(ctx, offset)
 		offset = next
-		if len(chunk) > 0 {
+		if len(got.items) > 0 {
 			select {
-			case out <- chunk:
+			case out <- got:
 			case <-ctx.Done():
 				return
 			}
 		} else {
-			c.release(chunk)
+			c.release(got.items)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -103,17 +111,19 @@ func (f *fetcher[T]) close() {
 
 // fetch reads the messages from offset on that one fetch returns, and where to go on from.
 // It connects first when it has no connection; an error closes it.
-func (f *fetcher[T]) fetch(ctx context.Context, offset int64) ([]item[T], int64, error) {
+func (f *fetcher[T]) fetch(ctx context.Context, offset int64) (fetched[T], int64, error) {
 	chunk := f.c.chunk()
 	if f.conn == nil {
 		var err error
 		if offset, err = f.connect(ctx, offset); err != nil {
-			return chunk, offset, err
+			return fetched[T]{items: chunk}, offset, err
 		}
 	}
 	o := f.c.fetchOptions
-	_ = f.conn.SetDeadline(time.Now().Add(o.maxWait + fetchTimeout))
+	asked := time.Now()
+	_ = f.conn.SetDeadline(asked.Add(o.maxWait + fetchTimeout))
 	batch := f.conn.ReadBatchWith(kafkago.ReadBatchConfig{MinBytes: o.minBytes, MaxBytes: fetchMaxBytes, MaxWait: o.maxWait})
+	waited := time.Since(asked)
 	hwm := batch.HighWaterMark()
 	for {
 		n, err := batch.Read(f.buf[:cap(f.buf)])
@@ -129,24 +139,25 @@ func (f *fetcher[T]) fetch(ctx context.Context, offset int64) ([]item[T], int64,
 		chunk = append(chunk, item[T]{partition: f.partition, position: position{offset: at, highWaterMark: hwm}})
 		f.decode(&chunk[len(chunk)-1], f.buf[:n])
 	}
+	got := fetched[T]{items: chunk, waited: waited}
 	next := batch.Offset()
 	err := batch.Close()
 	switch {
 	case err == nil, errors.Is(err, kafkago.RequestTimedOut):
 		// RequestTimedOut: nothing came within the wait.
-		return chunk, next, nil
+		return got, next, nil
 	case errors.Is(err, io.ErrShortBuffer):
 		// A message larger than the buffer: the fetch stopped before it, read it again.
 		f.buf = make([]byte, 2*cap(f.buf))
-		return chunk, next, nil
+		return got, next, nil
 	case errors.Is(err, kafkago.OffsetOutOfRange):
 		next, err = f.resolve(next)
 		if err == nil {
-			return chunk, next, nil
+			return got, next, nil
 		}
 	}
 	f.close()
-	return chunk, next, fmt.Errorf("read at offset %d: %w", next, err)
+	return got, next, fmt.Errorf("read at offset %d: %w", next, err)
 }
 
 // connect dials the partition's leader and positions the connection at offset, resolved.

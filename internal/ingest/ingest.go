@@ -306,7 +306,7 @@ func (c *consumer[T]) startGeneration(gen *kafkago.Generation) {
 	assigned := gen.Assignments[c.topic]
 	c.log.Info("consuming", "generation", gen.ID, "partitions", len(assigned))
 	// A few fetches per partition wait for the batcher, to overlap fetching with writing.
-	items := make(chan []item[T], 2*len(assigned)+1)
+	items := make(chan fetched[T], 2*len(assigned)+1)
 	gen.Start(func(ctx context.Context) { c.batchLoop(ctx, gen, items) })
 	for _, a := range assigned {
 		gen.Start(func(ctx context.Context) { c.fetchLoop(ctx, a.ID, a.Offset, items) })
@@ -348,8 +348,9 @@ func (c *consumer[T]) add(b *batch[T], it *item[T]) {
 }
 
 // batchLoop closes a batch when it is full or when its first message has waited the
-// interval, and the batch in hand when the generation ends, and hands each to writeLoop.
-func (c *consumer[T]) batchLoop(ctx context.Context, gen *kafkago.Generation, in <-chan []item[T]) {
+// interval (counting the time its fetch waited in the broker), and the batch in hand when the
+// generation ends, and hands each to writeLoop.
+func (c *consumer[T]) batchLoop(ctx context.Context, gen *kafkago.Generation, in <-chan fetched[T]) {
 	batches := make(chan *batch[T], 1)
 	stopped := make(chan struct{})
 	go func() {
@@ -386,17 +387,17 @@ func (c *consumer[T]) batchLoop(ctx context.Context, gen *kafkago.Generation, in
 			if !hand() {
 				return
 			}
-		case chunk := <-in:
-			for i := range chunk {
-				c.add(b, &chunk[i])
+		case got := <-in:
+			for i := range got.items {
+				c.add(b, &got.items[i])
 				if b.messages == 1 {
-					timer.Reset(c.interval)
+					timer.Reset(max(c.interval-got.waited, 0))
 				}
 				if b.messages >= c.size && !hand() {
 					return
 				}
 			}
-			c.release(chunk)
+			c.release(got.items)
 		}
 	}
 }
