@@ -110,8 +110,9 @@ func BenchmarkIngestThroughput(b *testing.B) {
 
 // BenchmarkIngestSteady is part of `make bench-ingest`: ingest at its defaults reading a live
 // topic at a steady rate, as in production, rather than draining a backlog. It reports the
-// ingester's CPU time per event, from just before the first click to the last one queryable;
-// the fetch settings decide most of it, since a fetch answered with one message costs as much
+// ingester's CPU time per event, from just before the first click to the last one queryable:
+// what the fetch settings are compared by (INGEST_BENCH_FETCH_MIN_BYTES,
+// INGEST_BENCH_FETCH_MAX_WAIT), since a fetch answered with one message costs about as much
 // as one answered with hundreds.
 func BenchmarkIngestSteady(b *testing.B) {
 	const (
