@@ -40,12 +40,13 @@ func openBenchDB(b *testing.B) *env {
 	return &env{addr: addr, db: db, conn: conn}
 }
 
-// BenchmarkIngestThroughput is half of `make bench-ingest`: events per second from the topic
+// BenchmarkIngestThroughput is part of `make bench-ingest`: events per second from the topic
 // to queryable rows (clicks and rollups), beside clickhouse-go's raw batch insert of the same
 // rows into the same schema in the same run, in batches of the same size and built the same
 // (fastest) way, column by column. Both pay for the materialized views; only ingest also
 // fetches, decodes and deduplicates, on the same two cores as ClickHouse and, here, the
-// embedded Kafka broker.
+// embedded Kafka broker. The ingester runs in a process of its own, so its CPU time per event
+// is ingest's alone; the raw insert's is this process's while it inserts.
 func BenchmarkIngestThroughput(b *testing.B) {
 	ctx := context.Background()
 	at := time.Now().UTC().Truncate(time.Second)
@@ -59,11 +60,11 @@ func BenchmarkIngestThroughput(b *testing.B) {
 
 	// ClickHouse's background merges make one pass of either side swing by half on two
 	// cores, so the sides alternate for benchRounds and the medians are compared.
-	var rawRates, ingestRates []float64
+	var rawRates, ingestRates, ratios, rawCPU, ingestCPU, brokerCPU []float64
 	for range b.N * benchRounds {
 		// The baseline: the same rows, already in memory, straight into ClickHouse.
 		raw := openBenchDB(b)
-		began := time.Now()
+		began, cpu := time.Now(), selfCPU()
 		for off := 0; off < len(clicks); off += DefaultBatchSize {
 			part := clicks[off:min(off+DefaultBatchSize, len(clicks))]
 			block := newClickBlock(len(part))
@@ -75,31 +76,94 @@ func BenchmarkIngestThroughput(b *testing.B) {
 			}
 		}
 		rawRates = append(rawRates, float64(len(clicks))/time.Since(began).Seconds())
+		rawCPU = append(rawCPU, perEvent(selfCPU()-cpu, len(clicks)))
 
 		// Ingest: the same clicks on the topic, to queryable rows.
 		e := newEnv(b)
 		e.produce(b, kafka.TopicClicks, msgs)
-		s := e.service(b, Options{})
-		stop := testenv.Run(b, s)
-		for s.clicks.received.Load() == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		first := time.Now()
+		ing := e.startBenchIngester(b)
+		ing.waitReceived(b)
+		first, cpu, ingCPU := time.Now(), selfCPU(), ing.cpu(b)
 		query := "SELECT sum(clicks) FROM " + e.db + ".clicks_daily"
 		for e.count(b, query) < uint64(len(clicks)) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		ingestRates = append(ingestRates, float64(len(clicks))/time.Since(first).Seconds())
-		stop()
-		b.Logf("round %d: raw batch insert %.0f rows/s, ingest %.0f events/s (%.0f%%)", len(rawRates),
-			rawRates[len(rawRates)-1], ingestRates[len(ingestRates)-1], 100*ingestRates[len(ingestRates)-1]/rawRates[len(rawRates)-1])
+		ingestCPU = append(ingestCPU, perEvent(ing.cpu(b)-ingCPU, len(clicks)))
+		brokerCPU = append(brokerCPU, perEvent(selfCPU()-cpu, len(clicks)))
+		ing.stop(b)
+		r := len(rawRates) - 1
+		ratios = append(ratios, ingestRates[r]/rawRates[r])
+		b.Logf("round %d: raw batch insert %.0f rows/s (%.2f µs CPU/row); ingest %.0f events/s (%.0f%%), ingester %.2f µs CPU/event, broker and polling %.2f µs/event",
+			r+1, rawRates[r], rawCPU[r], ingestRates[r], 100*ratios[r], ingestCPU[r], brokerCPU[r])
 	}
 	rawRate, ingestRate := median(rawRates), median(ingestRates)
 	b.ReportMetric(rawRate, "raw-rows/s")
 	b.ReportMetric(ingestRate, "ingest-events/s")
-	b.ReportMetric(100*ingestRate/rawRate, "%-of-raw")
-	b.Logf("%d clicks, median of %d rounds: raw batch insert %.0f rows/s; ingest %.0f events/s from the first fetched message (%.0f%% of raw)",
-		len(clicks), len(rawRates), rawRate, ingestRate, 100*ingestRate/rawRate)
+	b.ReportMetric(100*median(ratios), "%-of-raw")
+	b.ReportMetric(median(ingestCPU), "ingest-cpu-µs/event")
+	b.ReportMetric(median(rawCPU), "raw-cpu-µs/row")
+	b.Logf("%d clicks, median of %d rounds: raw batch insert %.0f rows/s; ingest %.0f events/s from the first fetched message; "+
+		"ingest/raw per round, median %.0f%%; CPU: ingester %.2f µs/event, raw insert %.2f µs/row, broker and polling %.2f µs/event",
+		len(clicks), len(rawRates), rawRate, ingestRate, 100*median(ratios), median(ingestCPU), median(rawCPU), median(brokerCPU))
+}
+
+// BenchmarkIngestSteady is part of `make bench-ingest`: ingest at its defaults reading a live
+// topic at a steady rate, as in production, rather than draining a backlog. It reports the
+// ingester's CPU time per event, from just before the first click to the last one queryable:
+// what the fetch settings are compared by (INGEST_BENCH_FETCH_MIN_BYTES,
+// INGEST_BENCH_FETCH_MAX_WAIT), since a fetch answered with one message costs about as much
+// as one answered with hundreds.
+func BenchmarkIngestSteady(b *testing.B) {
+	const (
+		rate     = 3000 // clicks per second
+		duration = 20 * time.Second
+		tick     = 10 * time.Millisecond
+	)
+	ctx := context.Background()
+	for range b.N {
+		e := newEnv(b)
+		ing := e.startBenchIngester(b)
+		w := kafka.NewWriter(e.kafka, kafka.TopicClicks)
+		w.BatchTimeout = time.Millisecond
+		at := time.Now().UTC()
+		produce := func(from, n int) {
+			msgs := make([]kafkago.Message, n)
+			for i := range msgs {
+				body, _ := json.Marshal(benchClick(from+i, at))
+				msgs[i] = kafkago.Message{Key: []byte(fmt.Sprintf("clk_%026d", from+i)), Value: body}
+			}
+			if err := w.WriteMessages(ctx, msgs...); err != nil {
+				b.Error(err)
+			}
+		}
+		// Warm up: the group has joined once a first click is visible.
+		produce(-1, 1)
+		query := "SELECT count() FROM " + e.db + ".clicks"
+		for e.count(b, query) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+
+		n := int(duration/tick) * (rate * int(tick) / int(time.Second))
+		began, cpu, ingCPU := time.Now(), selfCPU(), ing.cpu(b)
+		t := time.NewTicker(tick)
+		for i := 0; i < n; i += rate * int(tick) / int(time.Second) {
+			<-t.C
+			produce(i, rate*int(tick)/int(time.Second))
+		}
+		t.Stop()
+		for e.count(b, query) < uint64(n+1) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		elapsed := time.Since(began)
+		cpuPerEvent, brokerPerEvent := perEvent(ing.cpu(b)-ingCPU, n), perEvent(selfCPU()-cpu, n)
+		_ = w.Close()
+		ing.stop(b)
+		b.ReportMetric(cpuPerEvent, "ingest-cpu-µs/event")
+		b.ReportMetric(brokerPerEvent, "broker-producer-cpu-µs/event")
+		b.Logf("%d clicks at %d/s in %s: ingester %.2f µs CPU/event (%.1f%% of a core); broker and producer %.2f µs/event",
+			n, rate, elapsed.Round(time.Millisecond), cpuPerEvent, 100*cpuPerEvent*rate/1e6, brokerPerEvent)
+	}
 }
 
 const benchRounds = 3
@@ -110,7 +174,7 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// BenchmarkClickToVisible is the other half of `make bench-ingest`: clicks produced at a
+// BenchmarkClickToVisible is the last part of `make bench-ingest`: clicks produced at a
 // steady rate with ingest running at its defaults (10,000 messages or 1 s per batch), each on
 // a link of its own, and the stats polled until each link shows its click. It reports the
 // latency from the produce call to the click counting in the stats.
@@ -123,7 +187,7 @@ func BenchmarkClickToVisible(b *testing.B) {
 	ctx := context.Background()
 	for range b.N {
 		e := newEnv(b)
-		stop := testenv.Run(b, e.service(b, Options{}))
+		stop := testenv.Run(b, e.service(b, benchFetchOptions(b)))
 		q := stats.New(e.conn, e.db, stats.Options{})
 		scope := stats.Scope{CompanyID: "co_bench", Kind: identity.Advertiser}
 		w := kafka.NewWriter(e.kafka, kafka.TopicClicks)

@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) != "" {
 		os.Exit(runChild())
 	}
+	if os.Getenv(envBenchChild) != "" {
+		os.Exit(runBenchChild())
+	}
 	os.Exit(m.Run())
 }
 

@@ -53,13 +53,19 @@ type Options struct {
 	BatchInterval time.Duration
 	// ClickWait is how long a new conversion whose signed click is not in ClickHouse yet
 	// holds the events it arrived with, so that it is stored with its click's sub1 (see
-	// Writer.attribute); counted from when its event reached Kafka or ClickHouse last became
+	// Writer.attribute); counted from when ingest read its event or ClickHouse last became
 	// reachable, whichever is later.
 	ClickWait time.Duration
 	// GroupPrefix names the consumer groups <prefix>-clicks and <prefix>-events. A second
 	// pipeline (into another ClickHouse) needs a prefix of its own.
 	GroupPrefix string
-	Log         *slog.Logger
+	// FetchMinBytes and FetchMaxWait shape each fetch from a partition: the broker answers
+	// once it has FetchMinBytes or once FetchMaxWait has passed. A fetch costs the same
+	// whether it carries one message or hundreds, so at a steady rate a larger minimum
+	// saves CPU in ingest and in Kafka, and the wait bounds what it adds to freshness.
+	FetchMinBytes int
+	FetchMaxWait  time.Duration
+	Log           *slog.Logger
 	// Health, when set, receives the clickhouse, kafka and ingest readiness checks.
 	Health *health.Registry
 	Now    func() time.Time
@@ -101,6 +107,16 @@ func New(o Options) (*Service, error) {
 	}
 	if o.BatchSize < 1 || o.BatchInterval < 0 || o.ClickWait < 0 {
 		return nil, fmt.Errorf("ingest: batch size %d, interval %s and click wait %s must be positive", o.BatchSize, o.BatchInterval, o.ClickWait)
+	}
+	if o.FetchMinBytes == 0 {
+		o.FetchMinBytes = DefaultFetchMinBytes
+	}
+	if o.FetchMaxWait == 0 {
+		o.FetchMaxWait = DefaultFetchMaxWait
+	}
+	if o.FetchMinBytes < 1 || o.FetchMinBytes > fetchMaxBytes || o.FetchMaxWait < time.Millisecond {
+		return nil, fmt.Errorf("ingest: fetch min bytes %d must be in 1..%d and max wait %s at least 1ms",
+			o.FetchMinBytes, fetchMaxBytes, o.FetchMaxWait)
 	}
 	if o.GroupPrefix == "" {
 		o.GroupPrefix = DefaultGroupPrefix
@@ -155,33 +171,40 @@ func (s *Service) check(context.Context) error {
 	return errors.Join(errs...)
 }
 
-// A decoder decodes the messages of one partition; newDecoder makes one per fetcher, so a
-// decoder may keep buffers between messages.
-type decoder[T any] func(kafkago.Message) (T, bool, error)
+// A decoder decodes a message's value into the item that holds its position: the record,
+// whether statistics take it, why it is invalid, and when it occurred (for the lag gauges).
+// newDecoder makes one per fetcher, so a decoder may keep buffers between messages; value
+// is only valid during the call.
+type decoder[T any] func(it *item[T], value []byte)
 
 func newClickDecoder() decoder[Click] {
 	var p clickParser
-	return func(m kafkago.Message) (Click, bool, error) {
-		c := Click{Partition: int32(m.Partition), Offset: m.Offset}
+	return func(it *item[Click], value []byte) {
+		c := &it.rec
+		c.Partition, c.Offset = int32(it.partition), it.offset
+		it.ok = true
 		var err error
-		if c.Click, err = p.parse(m.Value); err != nil {
-			return Click{}, true, fmt.Errorf("%w: click: %w", ErrInvalid, err)
+		if c.Click, err = p.parse(value); err != nil {
+			it.invalid = fmt.Errorf("%w: click: %w", ErrInvalid, err)
+			return
 		}
-		return c, true, validClick(c.Click)
+		it.at, it.invalid = c.OccurredAt, validClick(c.Click)
 	}
 }
 
 // Domain events are few beside clicks, so they are decoded into their types by reflection.
 func newEventDecoder() decoder[Conversion] { return decodeEvent }
 
-func decodeEvent(m kafkago.Message) (Conversion, bool, error) {
+func decodeEvent(it *item[Conversion], value []byte) {
 	var e events.Envelope
-	if err := json.Unmarshal(m.Value, &e); err != nil {
-		return Conversion{}, true, fmt.Errorf("%w: event: %w", ErrInvalid, err)
+	if err := json.Unmarshal(value, &e); err != nil {
+		it.ok, it.invalid = true, fmt.Errorf("%w: event: %w", ErrInvalid, err)
+		return
 	}
-	c, ok, err := ParseConversion(e)
-	c.Partition, c.Offset, c.Published = int32(m.Partition), m.Offset, m.Time
-	return c, ok, err
+	it.rec, it.ok, it.invalid = ParseConversion(e)
+	// A record read with Batch.Read has no Kafka timestamp: the click wait counts from when
+	// this ingester read the event, which a relay's delay cannot shorten either.
+	it.rec.Partition, it.rec.Offset, it.rec.Published, it.at = int32(it.partition), it.offset, time.Now(), e.OccurredAt
 }
 
 // Consumer group timings. A crashed replica's partitions move to the others after
@@ -216,10 +239,12 @@ type consumer[T any] struct {
 	kafka    kafka.Config
 	size     int
 	interval time.Duration
-	decoder  func() decoder[T]
-	plan     planner[T]
-	log      *slog.Logger
-	lag      *lagTracker
+	fetchOptions
+	decoder func() decoder[T]
+	plan    planner[T]
+	log     *slog.Logger
+	lag     *lagTracker
+	chunks  chan []item[T] // reusable slices for fetched messages
 
 	mu       sync.Mutex
 	failure  error // of the last join, fetch or write; nil once one succeeds
@@ -237,8 +262,14 @@ func newConsumer[T any](s *Service, o Options, topic, group, table string,
 	lagMessages.WithLabelValues(topic)
 	lagSeconds.WithLabelValues(topic)
 	return &consumer[T]{svc: s, topic: topic, group: group, table: table, kafka: o.Kafka, size: o.BatchSize,
-		interval: o.BatchInterval, decoder: newDecoder, plan: plan,
-		log: o.Log.With("topic", topic, "group", group), lag: newLagTracker(topic, o.Now)}
+		interval: o.BatchInterval, fetchOptions: fetchOptions{minBytes: o.FetchMinBytes, maxWait: o.FetchMaxWait},
+		decoder: newDecoder, plan: plan, log: o.Log.With("topic", topic, "group", group), lag: newLagTracker(topic, o.Now),
+		chunks: make(chan []item[T], 2*o.Kafka.Partitions+2)}
+}
+
+type fetchOptions struct {
+	minBytes int
+	maxWait  time.Duration
 }
 
 func (c *consumer[T]) dialer() *kafkago.Dialer {
@@ -282,62 +313,20 @@ func (c *consumer[T]) run(ctx context.Context) error {
 	}
 }
 
-// item is a fetched message, decoded; the message keeps only what commits and lag need.
-type item[T any] struct {
-	rec     T
-	ok      bool
-	invalid error
-	msg     kafkago.Message
-}
-
 func (c *consumer[T]) startGeneration(gen *kafkago.Generation) {
 	assigned := gen.Assignments[c.topic]
 	c.log.Info("consuming", "generation", gen.ID, "partitions", len(assigned))
-	items := make(chan item[T], c.size)
+	// A few fetches per partition wait for the batcher, to overlap fetching with writing.
+	items := make(chan fetched[T], 2*len(assigned)+1)
 	gen.Start(func(ctx context.Context) { c.batchLoop(ctx, gen, items) })
 	for _, a := range assigned {
 		gen.Start(func(ctx context.Context) { c.fetchLoop(ctx, a.ID, a.Offset, items) })
 	}
 }
 
-// fetchLoop reads one partition from offset and decodes each message, so decoding runs in
-// parallel across partitions and overlaps the batcher's writes.
-func (c *consumer[T]) fetchLoop(ctx context.Context, partition int, offset int64, out chan<- item[T]) {
-	r := kafkago.NewReader(kafkago.ReaderConfig{
-		Brokers: c.kafka.Brokers, Topic: c.topic, Partition: partition, Dialer: c.dialer(),
-		// An idle partition holds a fetch this long, which also bounds how fast it stops.
-		MaxWait: 250 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20,
-	})
-	defer r.Close()
-	if err := r.SetOffset(offset); err != nil {
-		c.log.Error("cannot position the partition reader", "partition", partition, "offset", offset, "err", err)
-		return
-	}
-	decode := c.decoder()
-	failed := func(err error) {
-		if err == nil {
-			c.setFailure(nil)
-			return
-		}
-		c.setFailure(fmt.Errorf("kafka: fetch %s/%d: %w", c.topic, partition, err))
-		c.log.Warn("fetch failed; retrying", "partition", partition, "err", err)
-	}
-	kafka.Fetch(ctx, r, failed, func(m kafkago.Message) bool {
-		it := item[T]{msg: m}
-		it.rec, it.ok, it.invalid = decode(m)
-		it.msg.Key, it.msg.Value, it.msg.Headers = nil, nil, nil
-		select {
-		case out <- it:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	})
-}
-
 type batch[T any] struct {
 	records  []T
-	last     map[int]kafkago.Message // per partition: what to commit and how far behind it is
+	last     map[int]position // per partition: what to commit and how far behind it is
 	messages int
 	invalid  int
 }
@@ -348,26 +337,31 @@ type batch[T any] struct {
 const maxPresized = 16384
 
 func (c *consumer[T]) newBatch() *batch[T] {
-	return &batch[T]{records: make([]T, 0, min(c.size, maxPresized)), last: map[int]kafkago.Message{}}
+	return &batch[T]{records: make([]T, 0, min(c.size, maxPresized)), last: map[int]position{}}
 }
 
-func (c *consumer[T]) add(b *batch[T], it item[T]) {
+func (c *consumer[T]) add(b *batch[T], it *item[T]) {
 	b.messages++
 	c.received.Add(1)
 	// Messages that are not for statistics, or invalid, still move the committed offset.
-	b.last[it.msg.Partition] = it.msg
+	p := it.position
+	if p.at.IsZero() { // an invalid message: the lag keeps the time of the one before
+		p.at = b.last[it.partition].at
+	}
+	b.last[it.partition] = p
 	switch {
 	case it.invalid != nil:
 		b.invalid++
-		c.log.Error("skipping a message ingest cannot store", "partition", it.msg.Partition, "offset", it.msg.Offset, "err", it.invalid)
+		c.log.Error("skipping a message ingest cannot store", "partition", it.partition, "offset", it.offset, "err", it.invalid)
 	case it.ok:
 		b.records = append(b.records, it.rec)
 	}
 }
 
 // batchLoop closes a batch when it is full or when its first message has waited the
-// interval, and the batch in hand when the generation ends, and hands each to writeLoop.
-func (c *consumer[T]) batchLoop(ctx context.Context, gen *kafkago.Generation, in <-chan item[T]) {
+// interval (counting the time its fetch waited in the broker), and the batch in hand when the
+// generation ends, and hands each to writeLoop.
+func (c *consumer[T]) batchLoop(ctx context.Context, gen *kafkago.Generation, in <-chan fetched[T]) {
 	batches := make(chan *batch[T], 1)
 	stopped := make(chan struct{})
 	go func() {
@@ -404,14 +398,17 @@ func (c *consumer[T]) batchLoop(ctx context.Context, gen *kafkago.Generation, in
 			if !hand() {
 				return
 			}
-		case it := <-in:
-			c.add(b, it)
-			if b.messages == 1 {
-				timer.Reset(c.interval)
+		case got := <-in:
+			for i := range got.items {
+				c.add(b, &got.items[i])
+				if b.messages == 1 {
+					timer.Reset(max(c.interval-got.waited, 0))
+				}
+				if b.messages >= c.size && !hand() {
+					return
+				}
 			}
-			if b.messages >= c.size && !hand() {
-				return
-			}
+			c.release(got.items)
 		}
 	}
 }
@@ -474,8 +471,8 @@ func (c *consumer[T]) store(ctx, wctx context.Context, gen *kafkago.Generation, 
 	}
 	res := p.result()
 	// The rows are queryable from here on, so the metrics say so before the commit.
-	for part, m := range b.last {
-		c.lag.observe(part, m.Offset, m.HighWaterMark, m.Time)
+	for part, p := range b.last {
+		c.lag.observe(part, p.offset, p.highWaterMark, p.at)
 	}
 	c.lag.publish()
 	rowsTotal.WithLabelValues(c.table).Add(float64(res.Written))
@@ -487,8 +484,8 @@ func (c *consumer[T]) store(ctx, wctx context.Context, gen *kafkago.Generation, 
 		hook(c.topic, b.messages)
 	}
 	offsets := make(map[int]int64, len(b.last))
-	for part, m := range b.last {
-		offsets[part] = m.Offset + 1
+	for part, p := range b.last {
+		offsets[part] = p.offset + 1
 	}
 	if err := gen.CommitOffsets(map[string]map[int]int64{c.topic: offsets}); err != nil {
 		// The rows are stored, so a redelivery of this batch is a no-op: nothing is lost.

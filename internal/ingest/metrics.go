@@ -84,7 +84,7 @@ func newLagTracker(topic string, now func() time.Time) *lagTracker {
 func (l *lagTracker) observe(partition int, offset, highWaterMark int64, produced time.Time) {
 	now := l.now()
 	p := partitionLag{messages: max(highWaterMark-offset-1, 0), seen: now}
-	if p.messages > 0 {
+	if p.messages > 0 && !produced.IsZero() {
 		p.seconds = max(now.Sub(produced).Seconds(), 0)
 	}
 	l.mu.Lock()

@@ -47,7 +47,7 @@ type Conversion struct {
 	ExternalID   string
 	Partition    int32
 	Offset       int64
-	// Published is when the event reached Kafka; zero when it did not come from Kafka.
+	// Published is when ingest read the event from Kafka; zero when it did not come from Kafka.
 	Published time.Time
 
 	// Attribution is click, coupon or customer; events from before it existed are click.
@@ -471,7 +471,7 @@ var errClickPending = errors.New("conversions wait for their clicks")
 // redirect, before ingest stored the click, and a conversion keeps the attribution it was
 // first written with. So a new conversion whose signed click is not stored holds the whole
 // batch (errClickPending, nothing written) until the clicks consumer stored the click, or
-// until clickWait has passed since the event reached Kafka and since ClickHouse last became
+// until clickWait has passed since ingest read the event and since ClickHouse last became
 // reachable (an outage, a restart), whichever is later.
 func (w *Writer) attribute(ctx context.Context, convs []Conversion, newest map[string]int, stored map[string]storedConversion) (withoutClick int, err error) {
 	var want []int // indexes in convs of the conversions that need their click

@@ -1,0 +1,223 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
+)
+
+// The benchmarks run the ingester in a process of its own (this test binary, re-executed), so
+// that its CPU time is ingest's alone: the embedded broker, the producers and the polling stay
+// in the benchmark's process.
+const envBenchChild = "PARTNERSTREAM_INGEST_BENCH_CHILD"
+
+// envBenchProfile names a file: each benchmark ingester writes its CPU profile there (the
+// last one wins), for `go tool pprof`.
+const envBenchProfile = "INGEST_BENCH_CPUPROFILE"
+
+// benchFetchOptions are the fetch settings of the benchmarks' ingesters, from
+// INGEST_BENCH_FETCH_MIN_BYTES and INGEST_BENCH_FETCH_MAX_WAIT when set (to compare
+// settings), else the defaults.
+func benchFetchOptions(b *testing.B) Options {
+	var o Options
+	if v := os.Getenv("INGEST_BENCH_FETCH_MIN_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		o.FetchMinBytes = n
+	}
+	if v := os.Getenv("INGEST_BENCH_FETCH_MAX_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		o.FetchMaxWait = d
+	}
+	return o
+}
+
+// benchChild is what the benchmark ingester is told, as JSON in envBenchChild.
+type benchChild struct {
+	Brokers       []string
+	ClickHouse    string
+	Database      string
+	Profile       string
+	FetchMinBytes int
+	FetchMaxWait  time.Duration
+}
+
+// runBenchChild runs ingest at its defaults until SIGTERM. It prints "received" once the
+// first message is in a batch: the parent starts its clock and CPU accounting there.
+func runBenchChild() int {
+	var cfg benchChild
+	if err := json.Unmarshal([]byte(os.Getenv(envBenchChild)), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	conn, err := chstore.Open(ctx, chstore.Config{Addr: cfg.ClickHouse, Database: cfg.Database})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	s, err := New(Options{
+		Kafka:      kafka.Config{Brokers: cfg.Brokers, Partitions: 6, ReplicationFactor: 1, Retention: time.Hour},
+		ClickHouse: conn, Database: cfg.Database, FetchMinBytes: cfg.FetchMinBytes, FetchMaxWait: cfg.FetchMaxWait,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if cfg.Profile != "" {
+		f, err := os.Create(cfg.Profile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
+	go func() {
+		for s.clicks.received.Load() == 0 {
+			if ctx.Err() != nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		fmt.Println("received")
+	}()
+	if err := s.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// benchIngester is a running benchmark ingester.
+type benchIngester struct {
+	cmd      *exec.Cmd
+	received chan struct{}
+	exited   chan struct{}
+	mu       sync.Mutex
+	output   bytes.Buffer
+}
+
+func (e *env) startBenchIngester(b *testing.B) *benchIngester {
+	b.Helper()
+	o := benchFetchOptions(b)
+	cfg, _ := json.Marshal(benchChild{Brokers: e.kafka.Brokers, ClickHouse: e.addr, Database: e.db, Profile: os.Getenv(envBenchProfile),
+		FetchMinBytes: o.FetchMinBytes, FetchMaxWait: o.FetchMaxWait})
+	i := &benchIngester{cmd: exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$"),
+		received: make(chan struct{}), exited: make(chan struct{})}
+	i.cmd.Env = append(os.Environ(), envBenchChild+"="+string(cfg))
+	i.cmd.Stderr = &lockedWriter{i}
+	stdout, err := i.cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := i.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		lines := bufio.NewScanner(stdout)
+		for lines.Scan() {
+			if lines.Text() == "received" {
+				close(i.received)
+				continue
+			}
+			_, _ = (&lockedWriter{i}).Write(append(lines.Bytes(), '\n'))
+		}
+		_ = i.cmd.Wait()
+		close(i.exited)
+	}()
+	b.Cleanup(func() { _ = i.cmd.Process.Kill(); <-i.exited })
+	return i
+}
+
+type lockedWriter struct{ i *benchIngester }
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.i.mu.Lock()
+	defer w.i.mu.Unlock()
+	return w.i.output.Write(p)
+}
+
+// waitReceived waits until the ingester has its first message.
+func (i *benchIngester) waitReceived(b *testing.B) {
+	b.Helper()
+	select {
+	case <-i.received:
+	case <-i.exited:
+		b.Fatalf("the ingester exited: %s", i.out())
+	case <-time.After(2 * time.Minute):
+		b.Fatalf("the ingester received nothing within 2m: %s", i.out())
+	}
+}
+
+func (i *benchIngester) out() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.output.String()
+}
+
+// cpu is the CPU time (user and system) the ingester has used so far, from /proc, in clock
+// ticks of 10 ms.
+func (i *benchIngester) cpu(b *testing.B) time.Duration {
+	b.Helper()
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(i.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name, in parentheses, may hold spaces; the fields after it are fixed.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// stop ends the ingester as SIGTERM does in production and waits for it to exit.
+func (i *benchIngester) stop(b *testing.B) {
+	b.Helper()
+	_ = i.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-i.exited:
+	case <-time.After(time.Minute):
+		b.Fatalf("the ingester did not stop within 1m: %s", i.out())
+	}
+	if !i.cmd.ProcessState.Success() {
+		b.Fatalf("the ingester ended with %s: %s", i.cmd.ProcessState, i.out())
+	}
+}
+
+// selfCPU is the CPU time this process has used so far.
+func selfCPU() time.Duration {
+	var u syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// perEvent is CPU time per event in µs.
+func perEvent(cpu time.Duration, events int) float64 {
+	return float64(cpu.Microseconds()) / float64(events)
+}
