@@ -38,6 +38,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
@@ -63,6 +64,7 @@ func main() {
 		broker   = flag.Bool("broker", false, "internal: run the embedded Kafka broker and print its address")
 		ackWait  = flag.Duration("ack-timeout", 0, "the recorders' AckTimeout (0: the default)")
 		mw       = flag.Bool("middleware", false, "also measure the bare 302 behind the api server's middleware")
+		plainIDs = flag.Bool("plain-click-ids", false, "mint plain click ids (no click-id key ring), as before signed ids")
 	)
 	flag.Parse()
 	if *broker {
@@ -84,6 +86,13 @@ func main() {
 		counts = append(counts, n)
 	}
 	profileDir, ackTimeout, withMiddleware = *profile, *ackWait, *mw
+	if !*plainIDs {
+		keys, err := clickid.ParseKeys(clickid.GenerateKeySpec())
+		if err != nil {
+			log.Fatal(err)
+		}
+		clickIDs = keys
+	}
 	if err := run(*pgURL, *spoolDir, counts, *threads, *duration, *warmup, *wrkBin); err != nil {
 		log.Fatal(err)
 	}
@@ -175,7 +184,7 @@ func run(adminURL, spoolParent string, counts []int, threads int, duration, warm
 
 		srv := httpapi.New(httpapi.Options{Addr: "127.0.0.1:0", Log: quiet, Health: health.NewRegistry()})
 		resolver := tracking.NewResolver(linkSvc, tracking.ResolverOptions{})
-		srv.MountTracking(linkSvc, tracking.NewService(resolver, rec, tracking.ServiceOptions{}), httpapi.TrackingOptions{})
+		srv.MountTracking(linkSvc, tracking.NewService(resolver, rec, tracking.ServiceOptions{ClickIDs: clickIDs}), httpapi.TrackingOptions{})
 		go func() { _ = srv.Run(ctx) }()
 		addr, err := srv.Addr(ctx)
 		if err != nil {
@@ -185,8 +194,12 @@ func run(adminURL, spoolParent string, counts []int, threads int, duration, warm
 	}
 
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("bench-redirect: GOMAXPROCS=%d, %d CPUs, load average %s, wrk -t%d, %s per run after a %s warm-up; Kafka: embedded (own process), %d partitions, acks=all\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), threads, duration, warmup, kcfg.Partitions)
+	idKind := "signed (clickid, one key)"
+	if !clickIDs.CanMint() {
+		idKind = "plain"
+	}
+	fmt.Printf("bench-redirect: GOMAXPROCS=%d, %d CPUs, load average %s, wrk -t%d, %s per run after a %s warm-up; Kafka: embedded (own process), %d partitions, acks=all; click ids %s\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), threads, duration, warmup, kcfg.Partitions, idKind)
 	results := map[string]map[int]wrkResult{}
 	for _, n := range counts {
 		for _, tg := range targets {
@@ -259,6 +272,10 @@ func serveBroker() {
 	b.Close()
 }
 
+// bareClickID has the length of a signed click id (clickid.Len), so the bare answer is as
+// long as the real one.
+const bareClickID = "clk_06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0"
+
 // bareRedirect answers with the same 302 the real redirect sends (Location, headers and
 // cookies), doing nothing else.
 func bareRedirect(c *fiber.Ctx) error {
@@ -266,8 +283,8 @@ func bareRedirect(c *fiber.Ctx) error {
 	c.Set("X-Robots-Tag", "noindex")
 	c.Set("X-Request-Id", "req_06f2d1x0k8m9q0000000000000")
 	c.Response().Header.Add(fiber.HeaderSetCookie, "ps_vid=AAAAAAAAAAAAAAAAAAAAAA; max-age=31536000; path=/c/; HttpOnly; SameSite=Lax")
-	c.Response().Header.Add(fiber.HeaderSetCookie, "ps_click=clk_06f2d1x0k8m9q0000000000000; max-age=2592000; path=/; HttpOnly; SameSite=Lax")
-	return c.Redirect("https://shop.example.com/landing?utm_source=affiliate&ps_click_id=clk_06f2d1x0k8m9q0000000000000", fiber.StatusFound)
+	c.Response().Header.Add(fiber.HeaderSetCookie, "ps_click="+bareClickID+"; max-age=2592000; path=/; HttpOnly; SameSite=Lax")
+	return c.Redirect("https://shop.example.com/landing?utm_source=affiliate&ps_click_id="+bareClickID, fiber.StatusFound)
 }
 
 // serveBare serves bareRedirect on a plain Fiber app.
@@ -296,6 +313,9 @@ var (
 	profileDir     string
 	ackTimeout     time.Duration
 	withMiddleware bool
+	// clickIDs sign the real redirect's click ids, as production does; the zero Keys mints
+	// plain ones (-plain-click-ids).
+	clickIDs clickid.Keys
 )
 
 // startProfile profiles the CPU until the returned function is called, when -cpuprofile
