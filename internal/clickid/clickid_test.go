@@ -156,7 +156,7 @@ func TestMintAllocatesOnlyTheID(t *testing.T) {
 	if c, ok := ks.Verify(a); !ok || c.LinkID != link {
 		t.Fatalf("Verify(%s) = %+v, %v", a, c, ok)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = ks.MintWith(link, at, random) }); n > 1 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = ks.MintWith(link, at, random) }); n > 1 && !raceEnabled {
 		t.Fatalf("MintWith allocates %.0f times, want 1 (the id)", n)
 	}
 }
