@@ -118,6 +118,9 @@ const (
 	recorderStateClosed  = 2
 )
 
+// errNoAck is why clicks are spooled when Kafka did not answer before the deadline.
+var errNoAck = errors.New("no acknowledgement before the deadline")
+
 // ErrClosed is returned by Record after the recorder has shut down.
 var ErrClosed = errors.New("tracking: click recorder is closed")
 
@@ -160,6 +163,32 @@ type Recorder struct {
 type item struct {
 	id      string
 	payload []byte
+	// buf is payload's pooled buffer for a click of Record (nil for a replayed one): release
+	// returns it once neither the producer nor the spool needs the bytes.
+	buf *[]byte
+}
+
+// payloads recycles the buffers clicks are encoded into, so the hot path does not allocate
+// one per click.
+var payloads = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledPayload keeps the rare click with a huge user agent and referrer from pinning a
+// large buffer in the pool.
+const maxPooledPayload = 8 << 10
+
+func (it item) release() {
+	if it.buf == nil || cap(it.payload) > maxPooledPayload {
+		return
+	}
+	*it.buf = it.payload[:0]
+	payloads.Put(it.buf)
+}
+
+// releaseAll releases the items once the spool has copied them.
+func releaseAll(items []item) {
+	for _, it := range items {
+		it.release()
+	}
 }
 
 // kafkaWrite is one click message's write to Kafka; done closes when kafka-go reports its
@@ -234,7 +263,8 @@ func (r *Recorder) SpoolBytes() int64 { return r.spool.Size() }
 // (and counted); the redirect should still be answered. ctx is not used to give up: a
 // visitor who goes away must not cancel its click.
 func (r *Recorder) Record(_ context.Context, c events.Click) error {
-	it := item{id: c.ClickID, payload: encodeClick(make([]byte, 0, 768), &c)}
+	buf := payloads.Get().(*[]byte)
+	it := item{id: c.ClickID, payload: encodeClick((*buf)[:0], &c), buf: buf}
 	r.stateMu.RLock()
 	defer r.stateMu.RUnlock()
 	switch {
@@ -246,29 +276,35 @@ func (r *Recorder) Record(_ context.Context, c events.Click) error {
 		case r.queue <- it:
 			return nil
 		default:
+			defer it.release()
 			return r.toSpool([]item{it})
 		}
 	}
 	// Ack mode, or async mode shutting down: nothing may wait in memory any more.
-	return r.deliver([]item{it}, r.o.AckTimeout)
+	return r.deliver([]item{it}, time.Now().Add(r.o.AckTimeout), nil)
 }
 
-// deliver writes the items to Kafka and waits up to wait; whatever is not acknowledged by
-// then goes to the spool.
-func (r *Recorder) deliver(items []item, wait time.Duration) error {
+// deliver writes the items to Kafka and waits until deadline; whatever is not acknowledged by
+// then goes to the spool. It releases the items' buffers except those of writes still under
+// way, which the producer holds until it reports their outcome. The error is that of the
+// items the spool refused (dropped); errs, when not nil, gets it for each of them.
+func (r *Recorder) deliver(items []item, deadline time.Time, errs []error) error {
 	if r.degraded.Load() {
-		return r.toSpool(items)
+		defer releaseAll(items)
+		return fill(errs, r.toSpool(items))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	ds, err := r.submit(ctx, items)
 	if err != nil {
 		r.degrade(err)
-		return r.toSpool(items)
+		defer releaseAll(items)
+		return fill(errs, r.toSpool(items))
 	}
 	var left []item
+	var leftAt []int
 	var pending []*kafkaWrite
-	cause := fmt.Errorf("no acknowledgement within %s", wait)
+	var cause error
 	for i, d := range ds {
 		select {
 		case <-d.done:
@@ -277,25 +313,45 @@ func (r *Recorder) deliver(items []item, wait time.Duration) error {
 		switch {
 		case !d.finished():
 			pending = append(pending, d)
+			// The producer still holds the bytes: leave the buffer to the garbage collector.
+			items[i].buf = nil
 		case d.err == nil:
 			r.recorded.Inc()
+			items[i].release()
 			continue
 		default:
 			cause = d.err
 		}
-		left = append(left, items[i])
+		left, leftAt = append(left, items[i]), append(leftAt, i)
 	}
 	if len(left) == 0 {
 		return nil
+	}
+	defer releaseAll(left)
+	if cause == nil {
+		cause = errNoAck
 	}
 	r.degrade(cause)
 	// Remember the unfinished writes before their records can reach the replay.
 	r.track(pending)
 	if err := r.toSpool(left); err != nil {
 		r.untrack(pending)
+		if errs != nil {
+			for _, i := range leftAt {
+				errs[i] = err
+			}
+		}
 		return err
 	}
 	return nil
+}
+
+// fill sets every element of errs (when not nil) to err, and returns err.
+func fill(errs []error, err error) error {
+	for i := range errs {
+		errs[i] = err
+	}
+	return err
 }
 
 // submit hands the items to the producer. An error means none of them was handed over:

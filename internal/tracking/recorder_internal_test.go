@@ -7,6 +7,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 )
@@ -58,5 +59,44 @@ func TestReplaySkipsAClickWhoseLateFirstWriteSucceeded(t *testing.T) {
 	}
 	if last != 1 {
 		t.Fatalf("the topic holds %d messages, want the first write's only", last)
+	}
+}
+
+// BenchmarkRecordAsync is the redirect's share of recording a click in async mode: encoding
+// it into a pooled buffer and queueing it (a goroutine stands for the workers and releases
+// the buffers, as they do once Kafka has the click). -benchmem shows what stays allocated.
+func BenchmarkRecordAsync(b *testing.B) {
+	r, err := NewRecorder(RecorderOptions{Kafka: kafka.Config{Brokers: []string{"127.0.0.1:9"}, Partitions: 1, ReplicationFactor: 1,
+		Retention: time.Hour},
+		Mode: ModeAsync, SpoolDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case it := <-r.queue:
+				it.release()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	c := events.Click{ClickID: "clk_06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0", OccurredAt: time.Now().UTC(),
+		LinkID: "lnk_06f2d1x0k8m9q0000000000000", ProgramID: "prg_06f2d1x0k8m9q0000000000000", AffiliateID: "co_06f2d1x0k8m9q0000000000000",
+		AdvertiserID: "co_06f2d1x0k8m9q0000000000001", Sub1: "newsletter", IP: "203.0.113.9",
+		UserAgent:  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36",
+		Referrer:   "https://blog.example.com/post",
+		LandingURL: "https://shop.example.com/landing?utm_source=affiliate"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.Record(context.Background(), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := r.SpoolBytes(); n > 0 {
+		b.Logf("%d bytes spooled (the queue was full)", n)
 	}
 }
