@@ -2,6 +2,7 @@ package tracking
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -98,5 +99,80 @@ func BenchmarkRecordAsync(b *testing.B) {
 	}
 	if n := r.SpoolBytes(); n > 0 {
 		b.Logf("%d bytes spooled (the queue was full)", n)
+	}
+}
+
+// Ack-mode clicks that arrive while a delivery is under way wait together and are handed to
+// the producer in one group when it ends; each is answered once Kafka has it.
+func TestAckModeDeliversConcurrentClicksAsOneGroup(t *testing.T) {
+	cfg := kafka.Config{Brokers: testenv.Kafka(t), Partitions: 1, ReplicationFactor: 1, Retention: time.Hour}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicClicks); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRecorder(RecorderOptions{Kafka: cfg, SpoolDir: t.TempDir(), AckTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As if a delivery were under way: the clicks gather in the next group.
+	r.ackMu.Lock()
+	r.ackBusy = true
+	r.ackMu.Unlock()
+	const n = 50
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			errs <- r.Record(ctx, events.Click{ClickID: fmt.Sprintf("clk_group%02d", i), OccurredAt: time.Now().UTC()})
+		}()
+	}
+	for {
+		r.ackMu.Lock()
+		gathered := 0
+		if r.ackNext != nil {
+			gathered = len(r.ackNext.items)
+		}
+		r.ackMu.Unlock()
+		if gathered == n {
+			break
+		}
+		select {
+		case err := <-errs:
+			t.Fatalf("a click was answered (%v) before its group was delivered", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	// The delivery under way ends: it starts the gathered group.
+	r.ackMu.Lock()
+	next := r.ackNext
+	r.ackNext = nil
+	r.ackMu.Unlock()
+	go r.deliverAck(next)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.spool.Size() != 0 {
+		t.Fatalf("spool holds %d bytes: the group was not acknowledged", r.spool.Size())
+	}
+	r.ackMu.Lock()
+	busy := r.ackBusy
+	r.ackMu.Unlock()
+	if busy {
+		t.Fatal("still delivering with no click waiting")
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	stop()
+	if err := r.Run(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := kafkago.DialLeader(ctx, "tcp", cfg.Brokers[0], kafka.TopicClicks, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if last, err := conn.ReadLastOffset(); err != nil || last != n {
+		t.Fatalf("the topic holds %d messages (%v), want %d", last, err, n)
 	}
 }
