@@ -66,9 +66,15 @@ func newCookieHeader(name, path string, maxAge time.Duration, secure bool) cooki
 	return cookieHeader{head: name + "=", tail: tail + "; SameSite=Lax"}
 }
 
+// The redirect's header names and constant values as bytes, set without the
+// normalization of fiber.Ctx.Set (the names are already canonical).
 var (
-	headerSetCookie = []byte(fiber.HeaderSetCookie)
-	headerLocation  = []byte(fiber.HeaderLocation)
+	headerSetCookie    = []byte(fiber.HeaderSetCookie)
+	headerLocation     = []byte(fiber.HeaderLocation)
+	headerCacheControl = []byte(fiber.HeaderCacheControl)
+	headerRobotsTag    = []byte("X-Robots-Tag")
+	noStore            = []byte("no-store")
+	noIndex            = []byte("noindex")
 )
 
 // clientIP is c.IP() in one allocation instead of two (net.IP.String). The api sets no
@@ -91,9 +97,10 @@ func setCookie[V string | []byte](c *fiber.Ctx, h cookieHeader, value V) {
 }
 
 func (h redirectHandlers) redirect(c *fiber.Ctx) error {
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	hdr := &c.Response().Header
+	hdr.SetCanonical(headerCacheControl, noStore)
 	// Search engines must index the landing page, not the tracking URL.
-	c.Set("X-Robots-Tag", "noindex")
+	hdr.SetCanonical(headerRobotsTag, noIndex)
 	// Fiber's strings point into a buffer reused after the handler: the Visit's may, since
 	// the service copies what outlives Click.
 	code := c.Params("code")
@@ -124,7 +131,7 @@ func (h redirectHandlers) redirect(c *fiber.Ctx) error {
 	}
 	setCookie(c, h.clickCookie, rd.Click.ClickID)
 	var buf [512]byte
-	c.Response().Header.SetCanonical(headerLocation, rd.AppendLocation(buf[:0]))
+	hdr.SetCanonical(headerLocation, rd.AppendLocation(buf[:0]))
 	c.Status(fiber.StatusFound)
 	return nil
 }
