@@ -17,16 +17,9 @@ import (
 // from receiving a click twice: the redirect stopped waiting, spooled the click, and only
 // then did Kafka acknowledge the first write.
 func TestReplaySkipsAClickWhoseLateFirstWriteSucceeded(t *testing.T) {
-	cfg := kafka.Config{Brokers: testenv.Kafka(t), Partitions: 1, ReplicationFactor: 1, Retention: time.Hour}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicClicks); err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewRecorder(RecorderOptions{Kafka: cfg, SpoolDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, cfg := newKafkaRecorder(t, RecorderOptions{})
 	it := item{id: "clk_late", payload: []byte(`{"click_id":"clk_late"}`)}
 	// What deliver does when AckTimeout expires first: track the write under way, spool.
 	ds, err := r.submit(ctx, []item{it})
@@ -43,12 +36,38 @@ func TestReplaySkipsAClickWhoseLateFirstWriteSucceeded(t *testing.T) {
 	if r.spool.Size() != 0 {
 		t.Fatalf("spool holds %d bytes after the replay", r.spool.Size())
 	}
+	if n := stopAndCount(t, r, cfg); n != 1 {
+		t.Fatalf("the topic holds %d messages, want the first write's only", n)
+	}
+}
+
+// newKafkaRecorder returns a recorder (not running) on a one-partition clicks topic.
+func newKafkaRecorder(t *testing.T, o RecorderOptions) (*Recorder, kafka.Config) {
+	t.Helper()
+	cfg := kafka.Config{Brokers: testenv.Kafka(t), Partitions: 1, ReplicationFactor: 1, Retention: time.Hour}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicClicks); err != nil {
+		t.Fatal(err)
+	}
+	o.Kafka, o.SpoolDir = cfg, t.TempDir()
+	r, err := NewRecorder(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, cfg
+}
+
+// stopAndCount shuts r down and returns how many messages the clicks topic holds.
+func stopAndCount(t *testing.T, r *Recorder, cfg kafka.Config) int64 {
+	t.Helper()
 	runCtx, stop := context.WithCancel(context.Background())
 	stop()
 	if err := r.Run(runCtx); err != nil {
 		t.Fatal(err)
 	}
-
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	conn, err := kafkago.DialLeader(ctx, "tcp", cfg.Brokers[0], kafka.TopicClicks, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -58,9 +77,7 @@ func TestReplaySkipsAClickWhoseLateFirstWriteSucceeded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last != 1 {
-		t.Fatalf("the topic holds %d messages, want the first write's only", last)
-	}
+	return last
 }
 
 // BenchmarkRecordAsync is the redirect's share of recording a click in async mode: encoding
@@ -105,16 +122,9 @@ func BenchmarkRecordAsync(b *testing.B) {
 // Ack-mode clicks that arrive while a delivery is under way wait together and are handed to
 // the producer in one group when it ends; each is answered once Kafka has it.
 func TestAckModeDeliversConcurrentClicksAsOneGroup(t *testing.T) {
-	cfg := kafka.Config{Brokers: testenv.Kafka(t), Partitions: 1, ReplicationFactor: 1, Retention: time.Hour}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicClicks); err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewRecorder(RecorderOptions{Kafka: cfg, SpoolDir: t.TempDir(), AckTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, cfg := newKafkaRecorder(t, RecorderOptions{AckTimeout: 5 * time.Second})
 	// As if a delivery were under way: the clicks gather in the next group.
 	r.ackMu.Lock()
 	r.ackBusy = true
@@ -162,17 +172,7 @@ func TestAckModeDeliversConcurrentClicksAsOneGroup(t *testing.T) {
 	if busy {
 		t.Fatal("still delivering with no click waiting")
 	}
-	runCtx, stop := context.WithCancel(context.Background())
-	stop()
-	if err := r.Run(runCtx); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := kafkago.DialLeader(ctx, "tcp", cfg.Brokers[0], kafka.TopicClicks, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if last, err := conn.ReadLastOffset(); err != nil || last != n {
-		t.Fatalf("the topic holds %d messages (%v), want %d", last, err, n)
+	if got := stopAndCount(t, r, cfg); got != n {
+		t.Fatalf("the topic holds %d messages, want %d", got, n)
 	}
 }
