@@ -89,7 +89,7 @@ func ParseKeys(spec string) (Keys, error) {
 		}
 		byTag[t] = k.ID
 		secret := k.Secret
-		ks.keys = append(ks.keys, key{id: k.ID, tag: t, macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }}})
+		ks.keys = append(ks.keys, key{id: k.ID, tag: t, macs: &sync.Pool{New: func() any { return newMACState(secret) }}})
 	}
 	return ks, nil
 }
@@ -117,9 +117,22 @@ func (ks Keys) String() string             { return "click-id keys " + strings.J
 func (ks Keys) LogValue() slog.Value       { return slog.StringValue(ks.String()) }
 func (ks Keys) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(ks.String())) }
 
+// RandomLen is the length of an id's random part.
+const RandomLen = 4
+
 // Mint returns a signed id for a click of linkID at at. It fails without a key, for a link
 // id that is not one, and for a time outside the id's clock (before 2025 or after 2059).
 func (ks Keys) Mint(linkID string, at time.Time) (string, error) {
+	var random [RandomLen]byte
+	_, _ = rand.Read(random[:]) // crypto/rand.Read never fails on supported platforms
+	return ks.MintWith(linkID, at, random)
+}
+
+// MintWith is Mint with the random part given: the redirect draws it together with the
+// visitor id, one read of the random source per click. random must be fresh from
+// crypto/rand, or two clicks of a link in one millisecond get the same id. The id is the only
+// allocation.
+func (ks Keys) MintWith(linkID string, at time.Time, random [RandomLen]byte) (string, error) {
 	if len(ks.keys) == 0 {
 		return "", fmt.Errorf("mint click id: no click-id key")
 	}
@@ -138,9 +151,12 @@ func (ks Keys) Mint(linkID string, at time.Time) (string, error) {
 	var t [8]byte
 	binary.BigEndian.PutUint64(t[:], uint64(ms))
 	copy(raw[18:23], t[3:])
-	_, _ = rand.Read(raw[23:bodyLen]) // crypto/rand.Read never fails on supported platforms
-	copy(raw[bodyLen:], k.mac(raw[:bodyLen]))
-	return prefix + enc.EncodeToString(raw[:]), nil
+	copy(raw[23:bodyLen], random[:])
+	k.mac(raw[:bodyLen], (*[macLen]byte)(raw[bodyLen:]))
+	var out [Len]byte
+	copy(out[:], prefix)
+	enc.Encode(out[len(prefix):], raw[:])
+	return string(out[:]), nil
 }
 
 // Signed reports whether s has the shape of a signed id (not whether it verifies): the
@@ -172,7 +188,12 @@ func (ks Keys) Verify(s string) (Click, bool) {
 		return Click{}, false
 	}
 	for _, k := range ks.keys {
-		if k.tag == raw[1] && hmac.Equal(k.mac(raw[:bodyLen]), raw[bodyLen:]) {
+		if k.tag != raw[1] {
+			continue
+		}
+		var mac [macLen]byte
+		k.mac(raw[:bodyLen], &mac)
+		if hmac.Equal(mac[:], raw[bodyLen:]) {
 			var link [16]byte
 			copy(link[:], raw[2:18])
 			var t [8]byte
@@ -184,14 +205,28 @@ func (ks Keys) Verify(s string) (Click, bool) {
 	return Click{}, false
 }
 
-func (k key) mac(body []byte) []byte {
-	h := k.macs.Get().(hash.Hash)
-	defer k.macs.Put(h)
-	h.Reset()
-	h.Write([]byte(label))
-	h.Write(body)
-	var sum [sha256.Size]byte
-	return h.Sum(sum[:0])[:macLen]
+// mac writes the MAC of body into out.
+func (k key) mac(body []byte, out *[macLen]byte) {
+	st := k.macs.Get().(*macState)
+	copy(st.in[len(label):], body)
+	st.h.Reset()
+	st.h.Write(st.in[:])
+	copy(out[:], st.h.Sum(st.sum[:0]))
+	k.macs.Put(st)
+}
+
+// macState is a keyed HMAC with room for its input and sum: buffers on the stack would
+// escape through the hash.Hash interface, allocations on every click.
+type macState struct {
+	h   hash.Hash
+	in  [len(label) + bodyLen]byte // label, then the body
+	sum [sha256.Size]byte
+}
+
+func newMACState(secret []byte) *macState {
+	st := &macState{h: hmac.New(sha256.New, secret)}
+	copy(st.in[:], label)
+	return st
 }
 
 // GenerateKeySpec returns a spec with one fresh random key, for development and tests.

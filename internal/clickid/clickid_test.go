@@ -137,3 +137,37 @@ func TestParseKeys(t *testing.T) {
 		}
 	}
 }
+
+// The redirect mints an id per click: the id itself is its only allocation.
+func TestMintAllocatesOnlyTheID(t *testing.T) {
+	ks := mustKeys(t, GenerateKeySpec())
+	link, at := ids.New(ids.Link), time.Now()
+	random := [RandomLen]byte{1, 2, 3, 4}
+	a, err := ks.MintWith(link, at, random)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := ks.MintWith(link, at, random); b != a {
+		t.Fatalf("same link, time and random part: %s and %s", a, b)
+	}
+	if b, _ := ks.MintWith(link, at, [RandomLen]byte{1, 2, 3, 5}); b == a {
+		t.Fatal("another random part gave the same id")
+	}
+	if c, ok := ks.Verify(a); !ok || c.LinkID != link {
+		t.Fatalf("Verify(%s) = %+v, %v", a, c, ok)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = ks.MintWith(link, at, random) }); n > 1 && !raceEnabled {
+		t.Fatalf("MintWith allocates %.0f times, want 1 (the id)", n)
+	}
+}
+
+func BenchmarkMint(b *testing.B) {
+	ks := mustKeys(b, GenerateKeySpec())
+	link, at := ids.New(ids.Link), time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ks.Mint(link, at); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

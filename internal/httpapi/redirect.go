@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -37,23 +38,72 @@ var subParams = [5]string{"sub1", "sub2", "sub3", "sub4", "sub5"}
 // mountRedirect adds GET (and HEAD) /c/{code}. It never answers a 500: an unknown or
 // inactive link gets a small HTML page with 404, a lookup failure one with 503.
 func (s *Server) mountRedirect(clicks Clicker, o TrackingOptions) {
-	h := redirectHandlers{clicks: clicks, opts: o, log: s.log}
-	s.app.Get("/c/:code", h.redirect)
+	h := redirectHandlers{clicks: clicks, log: s.log,
+		visitorCookie: newCookieHeader(VisitorCookie, "/c/", visitorCookieAge, o.SecureCookies),
+		clickCookie:   newCookieHeader(ClickCookie, "/", clickCookieAge, o.SecureCookies)}
+	s.app.Get(redirectRoute, h.redirect)
 }
 
+// redirectRoute is the click redirect's route template.
+const redirectRoute = "/c/:code"
+
 type redirectHandlers struct {
-	clicks Clicker
-	opts   TrackingOptions
-	log    *slog.Logger
+	clicks                     Clicker
+	log                        *slog.Logger
+	visitorCookie, clickCookie cookieHeader
+}
+
+// cookieHeader is a Set-Cookie value written once but for the cookie's value: the redirect
+// sets two cookies per click, and fiber.Cookie formats every attribute on every call.
+// TestPrebuiltCookiesMatchFiber holds it to fiber.Cookie's output.
+type cookieHeader struct{ head, tail string }
+
+func newCookieHeader(name, path string, maxAge time.Duration, secure bool) cookieHeader {
+	tail := "; max-age=" + strconv.Itoa(int(maxAge.Seconds())) + "; path=" + path + "; HttpOnly"
+	if secure {
+		tail += "; secure"
+	}
+	return cookieHeader{head: name + "=", tail: tail + "; SameSite=Lax"}
+}
+
+// The redirect's header names and constant values as bytes, set without the
+// normalization of fiber.Ctx.Set (the names are already canonical).
+var (
+	headerSetCookie    = []byte(fiber.HeaderSetCookie)
+	headerLocation     = []byte(fiber.HeaderLocation)
+	headerCacheControl = []byte(fiber.HeaderCacheControl)
+	headerRobotsTag    = []byte("X-Robots-Tag")
+	noStore            = []byte("no-store")
+	noIndex            = []byte("noindex")
+)
+
+// clientIP is c.IP() in one allocation instead of two (net.IP.String). The api sets no
+// ProxyHeader (c.IP() would read it): the client is the connection's peer.
+func clientIP(c *fiber.Ctx) string {
+	addr, ok := netip.AddrFromSlice(c.Context().RemoteIP())
+	if !ok {
+		return c.IP()
+	}
+	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff")]byte
+	return string(addr.Unmap().AppendTo(buf[:0]))
+}
+
+// setCookie adds the cookie h with value; the header copies the bytes, so they stay on the
+// stack.
+func setCookie[V string | []byte](c *fiber.Ctx, h cookieHeader, value V) {
+	var buf [160]byte
+	v := append(append(append(buf[:0], h.head...), value...), h.tail...)
+	c.Response().Header.AddBytesKV(headerSetCookie, v)
 }
 
 func (h redirectHandlers) redirect(c *fiber.Ctx) error {
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	hdr := &c.Response().Header
+	hdr.SetCanonical(headerCacheControl, noStore)
 	// Search engines must index the landing page, not the tracking URL.
-	c.Set("X-Robots-Tag", "noindex")
-	// Fiber's strings point into a buffer reused after the handler: copy what the
-	// click keeps.
-	code := strings.Clone(c.Params("code"))
+	hdr.SetCanonical(headerRobotsTag, noIndex)
+	// Fiber's strings point into a buffer reused after the handler: the Visit's may, since
+	// the service copies what outlives Click.
+	code := c.Params("code")
 	if c.Method() == fiber.MethodHead {
 		// Link checkers and previews probe with HEAD: answer where it goes, count nothing.
 		landing, err := h.clicks.Landing(c.UserContext(), code)
@@ -64,25 +114,26 @@ func (h redirectHandlers) redirect(c *fiber.Ctx) error {
 	}
 	v := tracking.Visit{
 		Code:      code,
-		IP:        c.IP(),
-		UserAgent: strings.Clone(c.Get(fiber.HeaderUserAgent)),
-		Referrer:  strings.Clone(c.Get(fiber.HeaderReferer)),
-		VisitorID: strings.Clone(c.Cookies(VisitorCookie)),
+		IP:        clientIP(c),
+		UserAgent: c.Get(fiber.HeaderUserAgent),
+		Referrer:  c.Get(fiber.HeaderReferer),
+		VisitorID: c.Cookies(VisitorCookie),
 	}
 	for i, name := range subParams {
-		v.Subs[i] = strings.Clone(c.Query(name))
+		v.Subs[i] = c.Query(name)
 	}
 	rd, err := h.clicks.Click(c.UserContext(), v)
 	if err != nil {
 		return h.redirectError(c, err)
 	}
-	if rd.NewVisitorID != "" {
-		c.Cookie(&fiber.Cookie{Name: VisitorCookie, Value: rd.NewVisitorID, Path: "/c/", MaxAge: int(visitorCookieAge.Seconds()),
-			Secure: h.opts.SecureCookies, HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode})
+	if id, ok := rd.NewVisitorID(); ok {
+		setCookie(c, h.visitorCookie, id[:])
 	}
-	c.Cookie(&fiber.Cookie{Name: ClickCookie, Value: rd.Click.ClickID, Path: "/", MaxAge: int(clickCookieAge.Seconds()),
-		Secure: h.opts.SecureCookies, HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode})
-	return c.Redirect(rd.Location, fiber.StatusFound)
+	setCookie(c, h.clickCookie, rd.Click.ClickID)
+	var buf [512]byte
+	hdr.SetCanonical(headerLocation, rd.AppendLocation(buf[:0]))
+	c.Status(fiber.StatusFound)
+	return nil
 }
 
 func (h redirectHandlers) redirectError(c *fiber.Ctx, err error) error {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -266,10 +265,39 @@ func observe(c *fiber.Ctx) error {
 	// the set of declared routes.
 	route := c.Route().Path
 	method := methodLabel(c.Method())
-	httpRequests.WithLabelValues(method, route, strconv.Itoa(status/100)+"xx").Inc()
+	class := statusClass(status)
+	if route == redirectRoute && method == fiber.MethodGet {
+		redirectSeries.requests[class].Inc()
+		redirectSeries.duration.Observe(time.Since(start).Seconds())
+		return err
+	}
+	httpRequests.WithLabelValues(method, route, statusClasses[class]).Inc()
 	httpDuration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 	return err
 }
+
+// statusClasses are the status label's values; an out-of-range status counts as 5xx.
+var statusClasses = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
+
+func statusClass(status int) int {
+	if status < 100 || status >= 600 {
+		return 4
+	}
+	return status/100 - 1
+}
+
+// redirectSeries are the click redirect's series, bound once: it is the hot path, and
+// finding a labelled series costs it more than counting.
+var redirectSeries = func() (s struct {
+	requests [len(statusClasses)]prometheus.Counter
+	duration prometheus.Observer
+}) {
+	for i, class := range statusClasses {
+		s.requests[i] = httpRequests.WithLabelValues(fiber.MethodGet, redirectRoute, class)
+	}
+	s.duration = httpDuration.WithLabelValues(fiber.MethodGet, redirectRoute)
+	return s
+}()
 
 // methodLabel maps a request method to a constant label value. Fiber's Method points into a
 // buffer reused by later requests, so a label must never keep it; and a client can send any

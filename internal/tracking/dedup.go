@@ -48,7 +48,30 @@ func NewDedup(window time.Duration, maxEntries int) *Dedup {
 // Seen reports whether the visitor clicked the link within the window before at, and
 // remembers this click when it did not.
 func (d *Dedup) Seen(link, visitor string, at time.Time) bool {
-	key := d.key(link, visitor)
+	return d.seen(d.key(link, visitor), at)
+}
+
+// SeenDevice is Seen for a visitor without a visitor id, known by its IP address and user
+// agent.
+func (d *Dedup) SeenDevice(link, ip, userAgent string, at time.Time) bool {
+	// A zero byte first: no visitor id starts with one, so a device never matches an id.
+	return d.seen(d.key(link, "\x00", ip, "\x00", userAgent), at)
+}
+
+func (d *Dedup) seen(key uint64, at time.Time) bool {
+	return d.update(key, at, true)
+}
+
+// Remember records a click without asking, for a visitor id handed out with this click: its
+// next click arrives with the cookie and must count as a repeat. The id is new, so there is
+// nothing to look up: on a large map each lookup is a cache miss.
+func (d *Dedup) Remember(link, visitor string, at time.Time) {
+	d.update(d.key(link, visitor), at, false)
+}
+
+// update remembers key's click at at unless lookup finds an earlier one within the window,
+// and reports whether it did.
+func (d *Dedup) update(key uint64, at time.Time, lookup bool) bool {
 	s := &d.shards[key%dedupShards]
 	now := at.UnixNano()
 	window := d.window.Nanoseconds()
@@ -57,12 +80,14 @@ func (d *Dedup) Seen(link, visitor string, at time.Time) bool {
 	if now-s.started >= window {
 		s.turn(now)
 	}
-	last, ok := s.cur[key]
-	if !ok {
-		last, ok = s.prev[key]
-	}
-	if ok && now-last < window {
-		return true
+	if lookup {
+		last, ok := s.cur[key]
+		if !ok {
+			last, ok = s.prev[key]
+		}
+		if ok && now-last < window {
+			return true
+		}
 	}
 	if len(s.cur) >= d.perShard {
 		s.turn(now)
@@ -71,19 +96,19 @@ func (d *Dedup) Seen(link, visitor string, at time.Time) bool {
 	return false
 }
 
-// Remember records a click without asking, for a visitor id handed out with this click: its
-// next click arrives with the cookie and must count as a repeat.
-func (d *Dedup) Remember(link, visitor string, at time.Time) { d.Seen(link, visitor, at) }
-
 func (s *dedupShard) turn(now int64) {
 	s.prev, s.cur, s.started = s.cur, make(map[uint64]int64, len(s.cur)), now
 }
 
-func (d *Dedup) key(link, visitor string) uint64 {
+// key hashes a link and the parts of a visitor, written one after the other: hashing the
+// parts costs no concatenation.
+func (d *Dedup) key(link string, visitor ...string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(d.seed)
 	h.WriteString(link)
 	h.WriteByte(0)
-	h.WriteString(visitor)
+	for _, p := range visitor {
+		h.WriteString(p)
+	}
 	return h.Sum64()
 }

@@ -61,6 +61,15 @@ func appendBool(dst []byte, b bool) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII marks the bytes appendJSONString copies as they are, so its loop is one table
+// load per byte.
+var plainASCII = func() (t [256]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
 // appendJSONString quotes s the way encoding/json does: control characters, quotes,
 // backslashes, <, > and &, and U+2028/U+2029 escaped; invalid UTF-8 replaced by U+FFFD.
 func appendJSONString(dst []byte, s string) []byte {
@@ -68,11 +77,11 @@ func appendJSONString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
+		if plainASCII[b] {
+			i++
+			continue
+		}
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '"', '\\':

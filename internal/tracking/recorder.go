@@ -48,9 +48,10 @@ type RecorderOptions struct {
 	// AsyncAckTimeout is the same for the async mode's queue workers (default 1 s): nobody
 	// waits for them, so a slow Kafka should fill the queue rather than the spool.
 	AsyncAckTimeout time.Duration
-	// BatchTimeout and BatchSize shape the producer's requests (defaults 1 ms and 100):
-	// every click waits up to BatchTimeout for company, and concurrent clicks share a
-	// request.
+	// BatchTimeout and BatchSize shape the producer's requests (defaults 10 µs and 100).
+	// The recorder hands clicks to the producer in groups (the ack mode's concurrent clicks,
+	// the async queue's backlog), so the producer's timer only has to outlast one group's
+	// hand-over: waiting longer for company would add its full length to every group.
 	BatchTimeout time.Duration
 	BatchSize    int
 	// QueueSize bounds the async mode's queue (default 16384 clicks).
@@ -80,7 +81,7 @@ func (o *RecorderOptions) defaults() {
 		o.AsyncAckTimeout = time.Second
 	}
 	if o.BatchTimeout <= 0 {
-		o.BatchTimeout = time.Millisecond
+		o.BatchTimeout = 10 * time.Microsecond
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 100
@@ -118,6 +119,9 @@ const (
 	recorderStateClosed  = 2
 )
 
+// errNoAck is why clicks are spooled when Kafka did not answer before the deadline.
+var errNoAck = errors.New("no acknowledgement before the deadline")
+
 // ErrClosed is returned by Record after the recorder has shut down.
 var ErrClosed = errors.New("tracking: click recorder is closed")
 
@@ -147,6 +151,12 @@ type Recorder struct {
 	stateMu sync.RWMutex
 	state   int
 
+	// ackMu guards the ack mode's grouping: ackNext gathers clicks while ackBusy (a group
+	// is being delivered).
+	ackMu   sync.Mutex
+	ackNext *ackGroup
+	ackBusy bool
+
 	// inFlight are spooled clicks whose first write had not finished, by click id.
 	inFlightMu sync.Mutex
 	inFlight   map[string]*kafkaWrite
@@ -160,6 +170,32 @@ type Recorder struct {
 type item struct {
 	id      string
 	payload []byte
+	// buf is payload's pooled buffer for a click of Record (nil for a replayed one): release
+	// returns it once neither the producer nor the spool needs the bytes.
+	buf *[]byte
+}
+
+// payloads recycles the buffers clicks are encoded into, so the hot path does not allocate
+// one per click.
+var payloads = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledPayload keeps the rare click with a huge user agent and referrer from pinning a
+// large buffer in the pool.
+const maxPooledPayload = 8 << 10
+
+func (it item) release() {
+	if it.buf == nil || cap(it.payload) > maxPooledPayload {
+		return
+	}
+	*it.buf = it.payload[:0]
+	payloads.Put(it.buf)
+}
+
+// releaseAll releases the items once the spool has copied them.
+func releaseAll(items []item) {
+	for _, it := range items {
+		it.release()
+	}
 }
 
 // kafkaWrite is one click message's write to Kafka; done closes when kafka-go reports its
@@ -234,7 +270,8 @@ func (r *Recorder) SpoolBytes() int64 { return r.spool.Size() }
 // (and counted); the redirect should still be answered. ctx is not used to give up: a
 // visitor who goes away must not cancel its click.
 func (r *Recorder) Record(_ context.Context, c events.Click) error {
-	it := item{id: c.ClickID, payload: encodeClick(make([]byte, 0, 768), &c)}
+	buf := payloads.Get().(*[]byte)
+	it := item{id: c.ClickID, payload: encodeClick((*buf)[:0], &c), buf: buf}
 	r.stateMu.RLock()
 	defer r.stateMu.RUnlock()
 	switch {
@@ -246,29 +283,94 @@ func (r *Recorder) Record(_ context.Context, c events.Click) error {
 		case r.queue <- it:
 			return nil
 		default:
+			defer it.release()
 			return r.toSpool([]item{it})
 		}
 	}
-	// Ack mode, or async mode shutting down: nothing may wait in memory any more.
-	return r.deliver([]item{it}, r.o.AckTimeout)
+	if r.o.Mode == ModeAck {
+		return r.recordAck(it)
+	}
+	// Async mode shutting down: nothing may wait in memory any more.
+	return r.deliver([]item{it}, time.Now().Add(r.o.AckTimeout), nil)
 }
 
-// deliver writes the items to Kafka and waits up to wait; whatever is not acknowledged by
-// then goes to the spool.
-func (r *Recorder) deliver(items []item, wait time.Duration) error {
-	if r.degraded.Load() {
-		return r.toSpool(items)
+// ackGroup is the ack-mode clicks that arrived while the previous group was being delivered:
+// they are handed to the producer in one call and wait together. One call per group instead
+// of one per click saves each click the producer's per-call work (partition lookup,
+// batching, a timer), and the broker gets fuller batches.
+type ackGroup struct {
+	// start is when the first click arrived: AckTimeout counts from there, so waiting for
+	// the previous group's delivery does not extend the bound.
+	start time.Time
+	items []item
+	errs  []error // per item, set before done closes
+	done  chan struct{}
+}
+
+// recordAck joins the group being gathered and waits for its delivery. When no delivery is
+// under way the click's own group is delivered at once; otherwise the delivery under way
+// starts the next group when it ends. There is one delivery at a time, so a group holds
+// what arrived during one Kafka round trip: larger under load, a single click when idle.
+func (r *Recorder) recordAck(it item) error {
+	r.ackMu.Lock()
+	g := r.ackNext
+	if g == nil {
+		g = &ackGroup{start: time.Now(), done: make(chan struct{})}
+		r.ackNext = g
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	i := len(g.items)
+	g.items = append(g.items, it)
+	lead := !r.ackBusy
+	if lead {
+		r.ackBusy, r.ackNext = true, nil
+	}
+	r.ackMu.Unlock()
+	if lead {
+		r.deliverAck(g)
+	}
+	<-g.done
+	return g.errs[i]
+}
+
+// deliverAck delivers g, then the group gathered meanwhile (on a new goroutine, so the
+// caller's redirect is answered now), until no click is waiting.
+func (r *Recorder) deliverAck(g *ackGroup) {
+	g.errs = make([]error, len(g.items))
+	_ = r.deliver(g.items, g.start.Add(r.o.AckTimeout), g.errs)
+	close(g.done)
+	r.ackMu.Lock()
+	next := r.ackNext
+	r.ackNext = nil
+	if next == nil {
+		r.ackBusy = false
+	}
+	r.ackMu.Unlock()
+	if next != nil {
+		go r.deliverAck(next)
+	}
+}
+
+// deliver writes the items to Kafka and waits until deadline; whatever is not acknowledged by
+// then goes to the spool. It releases the items' buffers except those of writes still under
+// way, which the producer holds until it reports their outcome. The error is that of the
+// items the spool refused (dropped); errs, when not nil, gets it for each of them.
+func (r *Recorder) deliver(items []item, deadline time.Time, errs []error) error {
+	if r.degraded.Load() {
+		defer releaseAll(items)
+		return fill(errs, r.toSpool(items))
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	ds, err := r.submit(ctx, items)
 	if err != nil {
 		r.degrade(err)
-		return r.toSpool(items)
+		defer releaseAll(items)
+		return fill(errs, r.toSpool(items))
 	}
 	var left []item
+	var leftAt []int
 	var pending []*kafkaWrite
-	cause := fmt.Errorf("no acknowledgement within %s", wait)
+	var cause error
 	for i, d := range ds {
 		select {
 		case <-d.done:
@@ -277,25 +379,45 @@ func (r *Recorder) deliver(items []item, wait time.Duration) error {
 		switch {
 		case !d.finished():
 			pending = append(pending, d)
+			// The producer still holds the bytes: leave the buffer to the garbage collector.
+			items[i].buf = nil
 		case d.err == nil:
 			r.recorded.Inc()
+			items[i].release()
 			continue
 		default:
 			cause = d.err
 		}
-		left = append(left, items[i])
+		left, leftAt = append(left, items[i]), append(leftAt, i)
 	}
 	if len(left) == 0 {
 		return nil
+	}
+	defer releaseAll(left)
+	if cause == nil {
+		cause = errNoAck
 	}
 	r.degrade(cause)
 	// Remember the unfinished writes before their records can reach the replay.
 	r.track(pending)
 	if err := r.toSpool(left); err != nil {
 		r.untrack(pending)
+		if errs != nil {
+			for _, i := range leftAt {
+				errs[i] = err
+			}
+		}
 		return err
 	}
 	return nil
+}
+
+// fill sets every element of errs (when not nil) to err, and returns err.
+func fill(errs []error, err error) error {
+	for i := range errs {
+		errs[i] = err
+	}
+	return err
 }
 
 // submit hands the items to the producer. An error means none of them was handed over:

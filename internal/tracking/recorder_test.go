@@ -31,6 +31,18 @@ func newClick(i int) events.Click {
 	}
 }
 
+// sameClicks checks that every click on the topic is the one recorded under its id: the
+// recorder reuses the buffers clicks are encoded into, and a buffer reused too early would
+// put another click's bytes on Kafka.
+func sameClicks(t *testing.T, got []trackingtest.Message, sent map[string]events.Click) {
+	t.Helper()
+	for _, m := range got {
+		if want := sent[m.Click.ClickID]; m.Click != want {
+			t.Fatalf("on Kafka:\n%+v\nrecorded:\n%+v", m.Click, want)
+		}
+	}
+}
+
 func newRecorder(t testing.TB, o tracking.RecorderOptions) *tracking.Recorder {
 	t.Helper()
 	if o.SpoolDir == "" {
@@ -76,6 +88,7 @@ func TestABrokerOutageLosesAndDuplicatesNoClick(t *testing.T) {
 			r := newRecorder(t, tracking.RecorderOptions{Kafka: k.Config, Mode: mode, AckTimeout: 30 * time.Millisecond})
 			trackingtest.RunRecorder(t, r)
 			var want []string
+			sent := map[string]events.Click{}
 			var mu sync.Mutex
 			record := func(n int) {
 				var wg sync.WaitGroup
@@ -88,6 +101,7 @@ func TestABrokerOutageLosesAndDuplicatesNoClick(t *testing.T) {
 						}
 						mu.Lock()
 						want = append(want, c.ClickID)
+						sent[c.ClickID] = c
 						mu.Unlock()
 					})
 				}
@@ -110,7 +124,9 @@ func TestABrokerOutageLosesAndDuplicatesNoClick(t *testing.T) {
 			trackingtest.ReadClicks(t, k.Config, len(want), 30*time.Second)
 			// Give a duplicate, if there were one, the time to show up.
 			time.Sleep(2 * time.Second)
-			trackingtest.ExactlyOnce(t, trackingtest.ReadClicksOnce(t, k.Config), want)
+			got := trackingtest.ReadClicksOnce(t, k.Config)
+			trackingtest.ExactlyOnce(t, got, want)
+			sameClicks(t, got, sent)
 			trackingtest.WaitForEmptySpool(t, r, 5*time.Second)
 		})
 	}
@@ -121,18 +137,22 @@ func TestAsyncModeFlushesItsQueueOnShutdown(t *testing.T) {
 	r := newRecorder(t, tracking.RecorderOptions{Kafka: k.Config, Mode: tracking.ModeAsync})
 	stop := trackingtest.RunRecorder(t, r)
 	var want []string
+	sent := map[string]events.Click{}
 	for i := range 2000 {
 		c := newClick(i)
 		if err := r.Record(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, c.ClickID)
+		sent[c.ClickID] = c
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	// Run has returned: everything is on Kafka now, nothing left in memory.
-	trackingtest.ExactlyOnce(t, trackingtest.ReadClicksOnce(t, k.Config), want)
+	got := trackingtest.ReadClicksOnce(t, k.Config)
+	trackingtest.ExactlyOnce(t, got, want)
+	sameClicks(t, got, sent)
 	if err := r.Record(context.Background(), newClick(0)); !errors.Is(err, tracking.ErrClosed) {
 		t.Fatalf("Record after shutdown: %v, want ErrClosed", err)
 	}

@@ -91,7 +91,7 @@ func (r *Recorder) drain(stop <-chan struct{}) {
 		}
 		if len(batch) > 0 {
 			// A spool error is already counted and logged; there is nobody to tell.
-			_ = r.deliver(batch, r.o.AsyncAckTimeout)
+			_ = r.deliver(batch, time.Now().Add(r.o.AsyncAckTimeout), nil)
 		}
 		if stopping && len(batch) == 0 {
 			return

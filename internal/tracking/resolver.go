@@ -257,13 +257,6 @@ func newDestination(t links.Target) *Destination {
 // while it runs, otherwise the link's destination or the program's landing page.
 func (d *Destination) Landing(now time.Time) string { return d.pick(now).plain }
 
-// Location returns the landing URL at now with the click id added under the program's
-// parameter.
-func (d *Destination) Location(now time.Time, clickID string) string {
-	l := d.pick(now)
-	return l.head + clickID + l.tail
-}
-
 func (d *Destination) pick(now time.Time) *landing {
 	if d.hasPromotion && (d.promoFrom.IsZero() || !now.Before(d.promoFrom)) && (d.promoUntil.IsZero() || now.Before(d.promoUntil)) {
 		return &d.promotion
@@ -274,6 +267,12 @@ func (d *Destination) pick(now time.Time) *landing {
 // landing is a landing URL split around the click id, so a redirect is two string
 // concatenations: head ends with "param=", tail is "" or "#fragment".
 type landing struct{ plain, head, tail string }
+
+// appendLocation appends the landing URL with the click id added under the program's
+// parameter.
+func (l *landing) appendLocation(dst []byte, clickID string) []byte {
+	return append(append(append(dst, l.head...), clickID...), l.tail...)
+}
 
 // newLanding prepares raw for a click parameter. The existing query is kept byte for byte,
 // except earlier values of the click parameter itself, which would make the landing page

@@ -275,11 +275,11 @@ func TestClickFlagsBotsAndRepeatVisitors(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if rd.Click.IsBot != s.bot || rd.Click.IsDuplicate != s.dup || (rd.NewVisitorID != "") != s.newCookie {
-			t.Fatalf("%s: bot=%v dup=%v new cookie %q", s.name, rd.Click.IsBot, rd.Click.IsDuplicate, rd.NewVisitorID)
+		if rd.Click.IsBot != s.bot || rd.Click.IsDuplicate != s.dup || (rd.NewVisitorIDString() != "") != s.newCookie {
+			t.Fatalf("%s: bot=%v dup=%v new cookie %q", s.name, rd.Click.IsBot, rd.Click.IsDuplicate, rd.NewVisitorIDString())
 		}
 		if cookie == "" {
-			cookie = rd.NewVisitorID
+			cookie = rd.NewVisitorIDString()
 		}
 	}
 	if len(rec.clicks) != len(steps) {
@@ -302,8 +302,8 @@ func TestClickCarriesTheLinkAndRequestAndRedirectsWithTheClickID(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := rd.Click
-	if !strings.HasPrefix(cl.ClickID, "clk_") || rd.Location != "https://shop.test/?x=1&aff_click="+cl.ClickID {
-		t.Fatalf("location %s for click %s", rd.Location, cl.ClickID)
+	if !strings.HasPrefix(cl.ClickID, "clk_") || rd.Location() != "https://shop.test/?x=1&aff_click="+cl.ClickID {
+		t.Fatalf("location %s for click %s", rd.Location(), cl.ClickID)
 	}
 	want := events.Click{ClickID: cl.ClickID, OccurredAt: c.Now(), LinkID: "lnk_" + code, ProgramID: "prg_1", AffiliateID: "co_aff", AdvertiserID: "co_adv",
 		PromotionID: "prm_1", Sub1: "d1", Sub2: "q2", Sub5: strings.Repeat("ñ", 255), IP: "203.0.113.9", UserAgent: cl.UserAgent,
@@ -341,8 +341,8 @@ func TestClickIDIsSignedWithTheFirstKeyAndCarriesLinkAndTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, ok := keys.Verify(rd.Click.ClickID)
-	if !ok || got.LinkID != tg.LinkID || !got.At.Equal(c.Now()) || !strings.HasSuffix(rd.Location, "ps_click_id="+rd.Click.ClickID) {
-		t.Fatalf("click id %s (location %s) verifies to %+v, %v; want link %s at %s", rd.Click.ClickID, rd.Location, got, ok, tg.LinkID, c.Now())
+	if !ok || got.LinkID != tg.LinkID || !got.At.Equal(c.Now()) || !strings.HasSuffix(rd.Location(), "ps_click_id="+rd.Click.ClickID) {
+		t.Fatalf("click id %s (location %s) verifies to %+v, %v; want link %s at %s", rd.Click.ClickID, rd.Location(), got, ok, tg.LinkID, c.Now())
 	}
 }
 

@@ -27,12 +27,14 @@ const (
 	MaxReferrerLen  = 2048 // bytes
 )
 
-// ClickRecorder makes a click durable; *Recorder is one.
+// ClickRecorder makes a click durable; *Recorder is one. The click's strings may point into
+// the request's buffers: Record must copy what it keeps beyond the call.
 type ClickRecorder interface {
 	Record(ctx context.Context, c events.Click) error
 }
 
-// Visit is one request to /c/{code}.
+// Visit is one request to /c/{code}. Its strings need to stay valid only during Click, so
+// a handler can pass its request buffers without copying them.
 type Visit struct {
 	Code                    string
 	IP, UserAgent, Referrer string
@@ -46,12 +48,32 @@ type Visit struct {
 
 // Redirect is the answer to a Visit.
 type Redirect struct {
-	// Location is the landing URL with the click id added.
-	Location string
-	Click    events.Click
-	// NewVisitorID is set when the visit had no valid visitor cookie: the cookie to set.
-	NewVisitorID string
+	Click events.Click
+	// newVisitor is the new visitor id (all zero bytes without one); an array, not a string,
+	// so the redirect writes its cookie without an allocation.
+	newVisitor [visitorIDLen]byte
+	to         *landing
 }
+
+// NewVisitorID returns the visitor id to set as the cookie when the visit had no valid one.
+// The array saves the redirect an allocation; NewVisitorIDString is the same as a string.
+func (r *Redirect) NewVisitorID() (id *[visitorIDLen]byte, ok bool) {
+	return &r.newVisitor, r.newVisitor[0] != 0
+}
+
+// NewVisitorIDString is NewVisitorID as a string, "" without a new visitor id.
+func (r *Redirect) NewVisitorIDString() string {
+	if id, ok := r.NewVisitorID(); ok {
+		return string(id[:])
+	}
+	return ""
+}
+
+// Location is the landing URL with the click id added.
+func (r Redirect) Location() string { return string(r.AppendLocation(nil)) }
+
+// AppendLocation appends Location to dst, so a handler can write it without a string.
+func (r Redirect) AppendLocation(dst []byte) []byte { return r.to.appendLocation(dst, r.Click.ClickID) }
 
 // ServiceOptions configure a Service. Zero values take the defaults.
 type ServiceOptions struct {
@@ -107,8 +129,17 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 		return Redirect{}, err
 	}
 	now := s.now().UTC()
+	// One read of the random source per click: the click id's random part and, for a visitor
+	// without a valid cookie, the new visitor id.
+	var random [clickid.RandomLen + visitorIDBytes]byte
+	newVisitor := !validVisitorID(v.VisitorID)
+	if newVisitor {
+		_, _ = rand.Read(random[:]) // crypto/rand.Read never fails on supported platforms
+	} else {
+		_, _ = rand.Read(random[:clickid.RandomLen])
+	}
 	c := events.Click{
-		ClickID: s.clickID(dest.LinkID, now), OccurredAt: now,
+		ClickID: s.clickID(dest.LinkID, now, [clickid.RandomLen]byte(random[:])), OccurredAt: now,
 		LinkID: dest.LinkID, ProgramID: dest.ProgramID, AffiliateID: dest.AffiliateID, AdvertiserID: dest.AdvertiserID,
 		PromotionID: dest.PromotionID,
 		IP:          v.IP, UserAgent: cut(v.UserAgent, MaxUserAgentLen), Referrer: cut(v.Referrer, MaxReferrerLen),
@@ -127,12 +158,12 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 	// The visitor is its cookie; without one (a first click, or a client that keeps no
 	// cookies) it is its IP address and user agent, and the cookie handed out now is
 	// remembered too so the next click, which carries it, is a repeat.
-	if validVisitorID(v.VisitorID) {
+	if !newVisitor {
 		c.IsDuplicate = s.dedup.Seen(dest.LinkID, v.VisitorID, now)
 	} else {
-		r.NewVisitorID = newVisitorID()
-		c.IsDuplicate = s.dedup.Seen(dest.LinkID, "\x00"+v.IP+"\x00"+v.UserAgent, now)
-		s.dedup.Remember(dest.LinkID, r.NewVisitorID, now)
+		base64.RawURLEncoding.Encode(r.newVisitor[:], random[clickid.RandomLen:])
+		c.IsDuplicate = s.dedup.SeenDevice(dest.LinkID, v.IP, v.UserAgent, now)
+		s.dedup.Remember(dest.LinkID, string(r.newVisitor[:]), now)
 	}
 	if c.IsBot {
 		clicksBot.Inc()
@@ -141,8 +172,8 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 		clicksDuplicate.Inc()
 	}
 
-	c.LandingURL = dest.Landing(now)
-	r.Location = dest.Location(now, c.ClickID)
+	r.to = dest.pick(now)
+	c.LandingURL = r.to.plain
 	if err := s.recorder.Record(ctx, c); err != nil {
 		s.log.Warn("click not recorded; redirecting anyway", "click_id", c.ClickID, "link_id", c.LinkID, "err", err)
 	}
@@ -152,11 +183,11 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 
 // clickID mints a signed click id when there is a key, a plain one otherwise. A link id the
 // codec cannot carry would be a bug elsewhere; the click still gets a (plain) id and counts.
-func (s *Service) clickID(linkID string, now time.Time) string {
+func (s *Service) clickID(linkID string, now time.Time, random [clickid.RandomLen]byte) string {
 	if !s.clickIDs.CanMint() {
 		return ids.New(ids.Click)
 	}
-	id, err := s.clickIDs.Mint(linkID, now)
+	id, err := s.clickIDs.MintWith(linkID, now, random)
 	if err != nil {
 		s.log.Error("click id not signed; using a plain one", "link_id", linkID, "err", err)
 		return ids.New(ids.Click)
@@ -174,14 +205,11 @@ func (s *Service) Landing(ctx context.Context, code string) (string, error) {
 	return dest.Landing(s.now()), nil
 }
 
-// visitorIDLen is the length of a visitor id: 16 random bytes in unpadded base64url.
-const visitorIDLen = 22
-
-func newVisitorID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
+// A visitor id is 16 random bytes in unpadded base64url.
+const (
+	visitorIDBytes = 16
+	visitorIDLen   = 22
+)
 
 // validVisitorID accepts only ids this package could have made, so a forged cookie cannot
 // inject arbitrary bytes and an empty one does not collapse every visitor into one.

@@ -59,7 +59,7 @@ func TestDestinationPrefersARunningPromotionThenTheLinkThenTheProgram(t *testing
 			if got := d.Landing(c.at); got != c.want {
 				t.Fatalf("Landing = %s, want %s", got, c.want)
 			}
-			if got := d.Location(c.at, "clk_x"); got != c.want+"?ps_click_id=clk_x" {
+			if got := string(d.pick(c.at).appendLocation(nil, "clk_x")); got != c.want+"?ps_click_id=clk_x" {
 				t.Fatalf("Location = %s", got)
 			}
 		})
@@ -89,6 +89,27 @@ func TestDedupFlagsRepeatsWithinTheWindowOnly(t *testing.T) {
 		if got := d.Seen(s.link, s.visitor, now); got != s.want {
 			t.Fatalf("%s: Seen = %v", s.name, got)
 		}
+	}
+}
+
+// A visitor without a cookie is its IP address and user agent; none of them can collide
+// with a visitor id (ids never start with a zero byte) or with another split of the same bytes.
+func TestDedupKnowsDevicesApartFromVisitorIDs(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := NewDedup(time.Hour, 1000)
+	if d.SeenDevice("lnk_a", "192.0.2.1", "UA", now) {
+		t.Fatal("a first click of a device is a duplicate")
+	}
+	if !d.SeenDevice("lnk_a", "192.0.2.1", "UA", now.Add(time.Minute)) {
+		t.Fatal("the same device a minute later is unique")
+	}
+	for _, c := range []struct{ link, ip, ua string }{{"lnk_b", "192.0.2.1", "UA"}, {"lnk_a", "192.0.2.1", "UA2"}, {"lnk_a", "192.0.2.", "1UA"}} {
+		if d.SeenDevice(c.link, c.ip, c.ua, now) {
+			t.Fatalf("%+v is a duplicate of another device", c)
+		}
+	}
+	if d.Seen("lnk_a", "192.0.2.1UA", now) || d.Seen("lnk_a", "\x00192.0.2.1UA", now) {
+		t.Fatal("a visitor id matched a device")
 	}
 }
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package clickid
+
+const raceEnabled = false
