@@ -61,7 +61,10 @@ func newRecorder(t testing.TB, o tracking.RecorderOptions) *tracking.Recorder {
 func TestAckModePutsTheWholeClickOnKafkaKeyedByItsID(t *testing.T) {
 	k := trackingtest.StartBroker(t)
 	before := counter(t, "partnerstream_clicks_recorded_total", map[string]string{"mode": "ack"})
-	r := newRecorder(t, tracking.RecorderOptions{Kafka: k.Config})
+	// A generous timeout: this is about where the click goes, and the first send (dialing the
+	// broker, reading its metadata) can exceed the default 50 ms on a loaded machine, which
+	// would spool the click instead.
+	r := newRecorder(t, tracking.RecorderOptions{Kafka: k.Config, AckTimeout: 10 * time.Second})
 	trackingtest.RunRecorder(t, r)
 	want := newClick(6)
 	if err := r.Record(context.Background(), want); err != nil {
