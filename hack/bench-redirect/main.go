@@ -31,7 +31,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -47,6 +46,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/links"
 	"github.com/partnerstream/partnerstream/internal/links/linkstest"
 	"github.com/partnerstream/partnerstream/internal/metrics"
+	"github.com/partnerstream/partnerstream/internal/procstat"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/tracking"
 )
@@ -209,14 +209,14 @@ func run(adminURL, spoolParent string, counts []int, threads int, duration, warm
 				}
 			}
 			before := clickCounters(tg.mode)
-			cpu0, brokerCPU0 := selfCPU(), processCPU(brokerPID)
+			cpu0, brokerCPU0 := procstat.Self(), procstat.CPU(brokerPID)
 			stopProfile := startProfile(fmt.Sprintf("%s-%d", tg.name, n))
 			r, err := runWrk(wrkBin, tg.url, threads, n, duration)
 			stopProfile()
 			if err != nil {
 				return err
 			}
-			r.serverCPU, r.brokerCPU = selfCPU()-cpu0, processCPU(brokerPID)-brokerCPU0
+			r.serverCPU, r.brokerCPU = procstat.Self()-cpu0, procstat.CPU(brokerPID)-brokerCPU0
 			r.clicks = clickCounters(tg.mode).minus(before)
 			if results[tg.name] == nil {
 				results[tg.name] = map[int]wrkResult{}
@@ -358,31 +358,6 @@ func (r wrkResult) perRequest(d time.Duration) float64 {
 		return 0
 	}
 	return float64(d.Microseconds()) / float64(r.requests)
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// processCPU reads another process's user and system time from /proc (Linux).
-func processCPU(pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	const clockTicks = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / clockTicks
 }
 
 // settle waits until a recorder has produced the clicks of the run (its counters stop

@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/procstat"
 	"github.com/partnerstream/partnerstream/internal/stats"
 )
 
@@ -185,14 +185,9 @@ func measure(fn func()) measurement {
 
 // cpuOf is the process's user and system CPU time spent while fn ran.
 func cpuOf(fn func()) time.Duration {
-	var before, after syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	before := procstat.Self()
 	fn()
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-	tv := func(r syscall.Rusage) time.Duration {
-		return time.Duration(r.Utime.Nano() + r.Stime.Nano())
-	}
-	return tv(after) - tv(before)
+	return procstat.Self() - before
 }
 
 // rss is the process's resident set size, in bytes.

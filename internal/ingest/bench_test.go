@@ -14,6 +14,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/procstat"
 	"github.com/partnerstream/partnerstream/internal/stats"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
@@ -64,7 +65,7 @@ func BenchmarkIngestThroughput(b *testing.B) {
 	for range b.N * benchRounds {
 		// The baseline: the same rows, already in memory, straight into ClickHouse.
 		raw := openBenchDB(b)
-		began, cpu := time.Now(), selfCPU()
+		began, cpu := time.Now(), procstat.Self()
 		for off := 0; off < len(clicks); off += DefaultBatchSize {
 			part := clicks[off:min(off+DefaultBatchSize, len(clicks))]
 			block := newClickBlock(len(part))
@@ -76,21 +77,21 @@ func BenchmarkIngestThroughput(b *testing.B) {
 			}
 		}
 		rawRates = append(rawRates, float64(len(clicks))/time.Since(began).Seconds())
-		rawCPU = append(rawCPU, perEvent(selfCPU()-cpu, len(clicks)))
+		rawCPU = append(rawCPU, perEvent(procstat.Self()-cpu, len(clicks)))
 
 		// Ingest: the same clicks on the topic, to queryable rows.
 		e := newEnv(b)
 		e.produce(b, kafka.TopicClicks, msgs)
 		ing := e.startBenchIngester(b)
 		ing.waitReceived(b)
-		first, cpu, ingCPU := time.Now(), selfCPU(), ing.cpu(b)
+		first, cpu, ingCPU := time.Now(), procstat.Self(), ing.cpu(b)
 		query := "SELECT sum(clicks) FROM " + e.db + ".clicks_daily"
 		for e.count(b, query) < uint64(len(clicks)) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		ingestRates = append(ingestRates, float64(len(clicks))/time.Since(first).Seconds())
 		ingestCPU = append(ingestCPU, perEvent(ing.cpu(b)-ingCPU, len(clicks)))
-		brokerCPU = append(brokerCPU, perEvent(selfCPU()-cpu, len(clicks)))
+		brokerCPU = append(brokerCPU, perEvent(procstat.Self()-cpu, len(clicks)))
 		ing.stop(b)
 		r := len(rawRates) - 1
 		ratios = append(ratios, ingestRates[r]/rawRates[r])
@@ -145,7 +146,7 @@ func BenchmarkIngestSteady(b *testing.B) {
 		}
 
 		n := int(duration/tick) * (rate * int(tick) / int(time.Second))
-		began, cpu, ingCPU := time.Now(), selfCPU(), ing.cpu(b)
+		began, cpu, ingCPU := time.Now(), procstat.Self(), ing.cpu(b)
 		t := time.NewTicker(tick)
 		for i := 0; i < n; i += rate * int(tick) / int(time.Second) {
 			<-t.C
@@ -156,7 +157,7 @@ func BenchmarkIngestSteady(b *testing.B) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		elapsed := time.Since(began)
-		cpuPerEvent, brokerPerEvent := perEvent(ing.cpu(b)-ingCPU, n), perEvent(selfCPU()-cpu, n)
+		cpuPerEvent, brokerPerEvent := perEvent(ing.cpu(b)-ingCPU, n), perEvent(procstat.Self()-cpu, n)
 		_ = w.Close()
 		ing.stop(b)
 		b.ReportMetric(cpuPerEvent, "ingest-cpu-µs/event")

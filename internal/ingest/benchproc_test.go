@@ -11,13 +11,13 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/procstat"
 	"github.com/partnerstream/partnerstream/internal/store/chstore"
 )
 
@@ -185,15 +185,7 @@ func (i *benchIngester) out() string {
 // ticks of 10 ms.
 func (i *benchIngester) cpu(b *testing.B) time.Duration {
 	b.Helper()
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(i.cmd.Process.Pid) + "/stat")
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The command name, in parentheses, may hold spaces; the fields after it are fixed.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return procstat.CPU(i.cmd.Process.Pid)
 }
 
 // stop ends the ingester as SIGTERM does in production and waits for it to exit.
@@ -208,13 +200,6 @@ func (i *benchIngester) stop(b *testing.B) {
 	if !i.cmd.ProcessState.Success() {
 		b.Fatalf("the ingester ended with %s: %s", i.cmd.ProcessState, i.out())
 	}
-}
-
-// selfCPU is the CPU time this process has used so far.
-func selfCPU() time.Duration {
-	var u syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // perEvent is CPU time per event in µs.
