@@ -3,7 +3,7 @@ package stats
 import (
 	"context"
 	"fmt"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -36,11 +36,8 @@ func (s *Service) Rows(ctx context.Context, scope Scope, p Params) (*Rows, error
 		return nil, err
 	}
 	g := groupings[p.GroupBy]
-	convWhere, convArgs := where, slices.Clone(args)
-	if p.Currency != "" {
-		convWhere += " AND currency = ?"
-		convArgs = append(convArgs, p.Currency)
-	}
+	convWhere, convArgs := inCurrency(where, args, p.Currency)
+	earning := "status IN ('" + strings.Join(earningStatuses, "', '") + "')"
 	order := "clicks DESC, commission_sum DESC, k, p, a, currency"
 	if p.GroupBy == Day {
 		order = "k, currency"
@@ -60,8 +57,8 @@ func (s *Service) Rows(ctx context.Context, scope Scope, p Params) (*Rows, error
 		"sumIf(conversions, status = 'pending') AS pending, sumIf(conversions, status = 'approved') AS approved, " +
 		"sumIf(conversions, status = 'rejected') AS rejected, sumIf(conversions, status = 'paid') AS paid, " +
 		"sumIf(conversions, status = 'reversed') AS reversed, sum(conversions) AS total, " +
-		"sumIf(sale_amount, status IN ('pending', 'approved', 'paid')) AS sale_sum, " +
-		"sumIf(commission, status IN ('pending', 'approved', 'paid')) AS commission_sum, " +
+		"sumIf(sale_amount, " + earning + ") AS sale_sum, " +
+		"sumIf(commission, " + earning + ") AS commission_sum, " +
 		"toString(sale_sum) AS sale_text, toString(commission_sum) AS commission_text FROM " +
 		s.db + "." + g.convsTable + " WHERE " + convWhere + " GROUP BY " + g.column + ", currency " +
 		"HAVING total != 0 OR sale_sum != 0 OR commission_sum != 0" +

@@ -484,17 +484,26 @@ func (c conversionFigures) addTo(r *Row, a *Amount) {
 		r.Conversions.Reversed += c.count
 	}
 	r.Conversions.Total += c.count
-	if c.status == Pending || c.status == Approved || c.status == Paid {
+	if slices.Contains(earningStatuses, c.status) {
 		a.SaleAmount = a.SaleAmount.Add(c.saleAmount)
 		a.Commission = a.Commission.Add(c.commission)
 	}
 }
 
-func (s *Service) conversions(ctx context.Context, g grouping, where string, args []any, currency string) ([]conversionFigures, error) {
-	if currency != "" {
-		where += " AND currency = ?"
-		args = append(slices.Clip(args), currency)
+// earningStatuses are the statuses whose commission is or will be earned: their amounts are
+// summed. Rejected and reversed conversions are counted by status but earn nothing.
+var earningStatuses = []string{Pending, Approved, Paid}
+
+// inCurrency narrows a conversions filter to currency, when one is asked.
+func inCurrency(where string, args []any, currency string) (string, []any) {
+	if currency == "" {
+		return where, args
 	}
+	return where + " AND currency = ?", append(slices.Clip(args), currency)
+}
+
+func (s *Service) conversions(ctx context.Context, g grouping, where string, args []any, currency string) ([]conversionFigures, error) {
+	where, args = inCurrency(where, args, currency)
 	// The amounts are Decimal(38, 0) (migration 0005): read as text, as no Go integer holds them.
 	q := "SELECT " + g.key + ", " + g.extra + ", currency, status, sum(conversions), toString(sum(sale_amount)), toString(sum(commission)) FROM " +
 		s.db + "." + g.convsTable + " WHERE " + where + " GROUP BY " + g.column + ", currency, status"
