@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/partnerstream/partnerstream/internal/dashboard"
-	"github.com/partnerstream/partnerstream/internal/session"
 )
 
 // newAccountFixture is newFixture with the account routes, and a session of the advertiser's
@@ -19,11 +18,9 @@ func newAccountFixture(t *testing.T) (*fixture, map[string]string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := f.sessions.Issue(ctx, session.Subject{UserID: u.ID, CompanyID: u.CompanyID, CompanyKind: "advertiser", Role: "owner", Locale: "en"}, session.Meta{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, map[string]string{"Authorization": "Bearer " + tok.Access, "Content-Type": "application/json"}, u.ID
+	h := f.bearer(t, u.ID, u.CompanyID, "advertiser", "owner")
+	h["Content-Type"] = "application/json"
+	return f, h, u.ID
 }
 
 func TestAccountLocaleIsSavedForTheSignedInUser(t *testing.T) {

@@ -20,7 +20,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/rates"
-	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
@@ -108,21 +107,6 @@ func (f *conversionsFixture) clicks(t testing.TB, program string, at time.Time, 
 func (f *conversionsFixture) click(t testing.TB) string {
 	t.Helper()
 	return f.clicks(t, f.program, time.Now().Add(-time.Hour), 1)[0]
-}
-
-// dashboard returns the headers of a dashboard session of the kind's owner (or role).
-func (f *conversionsFixture) dashboard(t *testing.T, kind, role string) map[string]string {
-	t.Helper()
-	ctx := context.Background()
-	u, err := f.ids.UserByEmail(ctx, kind+"@example.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := f.sessions.Issue(ctx, session.Subject{UserID: u.ID, CompanyID: u.CompanyID, CompanyKind: kind, Role: role, Locale: "en"}, session.Meta{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return map[string]string{"Authorization": "Bearer " + tok.Access}
 }
 
 // register posts a sale of amount EUR for a fresh click and returns the conversion.
@@ -306,7 +290,7 @@ func TestDecidingAndReadingConversions(t *testing.T) {
 	f := newConversionsFixture(t)
 	adv := map[string]string{"x-api-key": f.adv}
 	aff := map[string]string{"x-api-key": f.aff}
-	dash := f.dashboard(t, "advertiser", "member")
+	dash := f.dashboardAs(t, "advertiser", "member")
 	a, b, c := f.register(t, "a", "10.00"), f.register(t, "b", "20.00"), f.register(t, "c", "30.00")
 	id := func(m map[string]any) string { return m["id"].(string) }
 
@@ -409,7 +393,7 @@ func TestDecidingAndReadingConversions(t *testing.T) {
 func TestRejectingConversionsInBulk(t *testing.T) {
 	f := newConversionsFixture(t)
 	ctx := context.Background()
-	dash := f.dashboard(t, "advertiser", "member")
+	dash := f.dashboardAs(t, "advertiser", "member")
 	id := func(m map[string]any) string { return m["id"].(string) }
 	a, b, c := id(f.register(t, "a", "10.00")), id(f.register(t, "b", "20.00")), id(f.register(t, "c", "30.00"))
 	if r := f.do(t, "POST", "/api/conversions/"+c+"/approve", dash, ""); r.status != 200 {
@@ -477,7 +461,7 @@ func TestRejectingConversionsInBulk(t *testing.T) {
 		body    string
 		status  int
 	}{
-		{"an affiliate cannot reject", f.dashboard(t, "affiliate", "owner"), body("", a), 403},
+		{"an affiliate cannot reject", f.dashboardAs(t, "affiliate", "owner"), body("", a), 403},
 		{"an API key cannot use the dashboard route", map[string]string{"x-api-key": f.adv}, body("", a), 401},
 		{"no ids is invalid", dash, `{"ids": []}`, 400},
 		{"a repeated id is invalid", dash, body("", a, a), 400},
@@ -536,8 +520,8 @@ func listedIDs(r response) []string {
 
 func TestPayoutsThroughTheDashboard(t *testing.T) {
 	f := newConversionsFixture(t)
-	adv := f.dashboard(t, "advertiser", "member")
-	aff := f.dashboard(t, "affiliate", "member")
+	adv := f.dashboardAs(t, "advertiser", "member")
+	aff := f.dashboardAs(t, "affiliate", "member")
 	var convs []string
 	for _, amount := range []string{"10.01", "0.09", "99.99"} {
 		c := f.register(t, ids.New("ord"), amount)
@@ -592,13 +576,13 @@ func TestPayoutsThroughTheDashboard(t *testing.T) {
 
 func TestThePostbackURL(t *testing.T) {
 	f := newConversionsFixture(t)
-	if r := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboard(t, "advertiser", "member"), ""); r.status != 403 {
+	if r := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboardAs(t, "advertiser", "member"), ""); r.status != 403 {
 		t.Fatalf("a member made a token: %d", r.status)
 	}
-	if r := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboard(t, "affiliate", "owner"), ""); r.status != 403 {
+	if r := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboardAs(t, "affiliate", "owner"), ""); r.status != 403 {
 		t.Fatalf("an affiliate made a token: %d", r.status)
 	}
-	r := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboard(t, "advertiser", "owner"), "")
+	r := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboardAs(t, "advertiser", "owner"), "")
 	if r.status != 201 || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("token: %d %s", r.status, r.raw)
 	}

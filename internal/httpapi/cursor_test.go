@@ -15,7 +15,7 @@ func TestACursorOfInvalidTextIsRefusedOnEveryList(t *testing.T) {
 	f.srv.MountPrograms(svc)
 	f.srv.MountPartnerships(svc)
 	adv, aff := map[string]string{"x-api-key": f.adv}, map[string]string{"x-api-key": f.aff}
-	advSession := f.dashboard(t, identity.Advertiser, "owner")
+	advSession := f.dashboardAs(t, identity.Advertiser, "owner")
 	routes := []struct {
 		path    string
 		headers map[string]string

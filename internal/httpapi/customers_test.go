@@ -42,13 +42,13 @@ func TestCouponCodesAndCustomersOverHTTP(t *testing.T) {
 		"a code with a space":              {adv, codes, `{"code": "POD 20"}`, 400, "validation_failed"},
 		"an affiliate key":                 {aff, codes, `{"code": "MINE"}`, 403, "forbidden"},
 		"another advertiser's partnership": {rival, codes, `{"code": "MINE"}`, 404, "not_found"},
-		"a dashboard member":               {f.dashboard(t, "advertiser", "member"), "/api/partnerships/" + ptn + "/coupon-codes", `{"code": "MINE"}`, 403, "forbidden"},
+		"a dashboard member":               {f.dashboardAs(t, "advertiser", "member"), "/api/partnerships/" + ptn + "/coupon-codes", `{"code": "MINE"}`, 403, "forbidden"},
 	} {
 		if r := f.do(t, "POST", c.path, c.headers, c.body); r.status != c.status || r.body["code"] != c.code {
 			t.Errorf("%s: %d %s, want %d %s", name, r.status, r.raw, c.status, c.code)
 		}
 	}
-	if r := f.do(t, "POST", "/api/partnerships/"+ptn+"/coupon-codes", f.dashboard(t, "advertiser", "owner"), `{"code": "NEWS"}`); r.status != 201 {
+	if r := f.do(t, "POST", "/api/partnerships/"+ptn+"/coupon-codes", f.dashboardAs(t, "advertiser", "owner"), `{"code": "NEWS"}`); r.status != 201 {
 		t.Fatalf("dashboard create: %d %s", r.status, r.raw)
 	}
 	for name, h := range map[string]map[string]string{"advertiser key": adv, "affiliate key": aff} {
@@ -56,7 +56,7 @@ func TestCouponCodesAndCustomersOverHTTP(t *testing.T) {
 			t.Errorf("%s lists %d %s", name, r.status, r.raw)
 		}
 	}
-	if r := f.do(t, "GET", "/api/partnerships/"+ptn+"/coupon-codes", f.dashboard(t, "affiliate", "owner"), ""); r.status != 200 || len(r.body["data"].([]any)) != 2 {
+	if r := f.do(t, "GET", "/api/partnerships/"+ptn+"/coupon-codes", f.dashboardAs(t, "affiliate", "owner"), ""); r.status != 200 || len(r.body["data"].([]any)) != 2 {
 		t.Errorf("the affiliate's dashboard lists %d %s", r.status, r.raw)
 	}
 	if r := f.do(t, "GET", codes, rival, ""); r.status != 404 {
@@ -97,7 +97,7 @@ func TestCouponCodesAndCustomersOverHTTP(t *testing.T) {
 	}
 
 	// The postback URL takes the code and the customer too.
-	tok := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboard(t, "advertiser", "owner"), "")
+	tok := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboardAs(t, "advertiser", "owner"), "")
 	r := f.do(t, "GET", "/postback?token="+tok.body["token"].(string)+"&coupon_code=NEWS&customer_id=cus-2&external_id=pb-1&amount=5", nil, "")
 	if r.status != 200 || r.body["attribution"] != "coupon" || r.body["created"] != true {
 		t.Fatalf("postback with a code: %d %s", r.status, r.raw)

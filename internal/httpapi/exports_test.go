@@ -81,7 +81,7 @@ func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *t
 	}
 
 	// The list's filters, in the dashboard too.
-	recs = csvOf(t, f.do(t, "GET", "/api/conversions.csv?status=approved", f.dashboard(t, identity.Advertiser, "owner"), ""))
+	recs = csvOf(t, f.do(t, "GET", "/api/conversions.csv?status=approved", f.dashboardAs(t, identity.Advertiser, "owner"), ""))
 	if got := column(t, recs, "id"); len(got) != 1 || got[0] != third["id"] {
 		t.Errorf("status=approved exported %q", got)
 	}
@@ -166,7 +166,7 @@ func TestThePayoutExportIsOneMassPaymentRowPerAffiliateAndCurrency(t *testing.T)
 	if _, err := f.db.Exec(ctx, `UPDATE companies SET name = '@SUM(1+1)' WHERE id = $1`, f.affID); err != nil {
 		t.Fatal(err)
 	}
-	recs := csvOf(t, f.do(t, "GET", "/api/payouts.csv?status=pending", f.dashboard(t, identity.Advertiser, "owner"), ""))
+	recs := csvOf(t, f.do(t, "GET", "/api/payouts.csv?status=pending", f.dashboardAs(t, identity.Advertiser, "owner"), ""))
 	if strings.Join(recs[0][:5], ",") != "payee_email,amount,currency,reference,payee_name" || len(recs) != 2 {
 		t.Fatalf("file: %q", recs)
 	}
@@ -201,7 +201,7 @@ func TestTheStatsExportTakesEveryGrouping(t *testing.T) {
 		t.Errorf("by day: %q", recs)
 	}
 	for g, header := range map[string]string{"program": "program_id", "affiliate": "affiliate_id", "link": "link_id,program_id,affiliate_id", "sub1": "sub1", "attribution": "attribution"} {
-		recs := csvOf(t, f.do(t, "GET", "/api/stats.csv?group_by="+g+"&from="+day, f.dashboard(t, identity.Advertiser, "owner"), ""))
+		recs := csvOf(t, f.do(t, "GET", "/api/stats.csv?group_by="+g+"&from="+day, f.dashboardAs(t, identity.Advertiser, "owner"), ""))
 		rows := 1
 		switch g {
 		case "link":

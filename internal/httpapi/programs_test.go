@@ -9,7 +9,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/programs"
-	"github.com/partnerstream/partnerstream/internal/session"
 )
 
 // programsFixture is the shared fixture with the program and partnership routes mounted, a
@@ -42,17 +41,7 @@ func newProgramsFixture(t *testing.T) *programsFixture {
 	if f.adv2, _, err = f.ids.CreateAPIKey(ctx, co.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
-	sessionFor := func(kind, role string) map[string]string {
-		u, err := f.ids.UserByEmail(ctx, kind+"@example.test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, err := f.sessions.Issue(ctx, session.Subject{UserID: u.ID, CompanyID: u.CompanyID, CompanyKind: kind, Role: role, Locale: "en"}, session.Meta{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return map[string]string{"Authorization": "Bearer " + tok.Access}
-	}
+	sessionFor := func(kind, role string) map[string]string { return f.dashboardAs(t, kind, role) }
 	f.advOwner = sessionFor(identity.Advertiser, "owner")
 	f.advMember = sessionFor(identity.Advertiser, "member")
 	f.affOwner = sessionFor(identity.Affiliate, "owner")

@@ -10,7 +10,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/rates"
-	"github.com/partnerstream/partnerstream/internal/session"
 )
 
 // ratesFixture is newFixture with the rate routes, a second advertiser and an operator
@@ -42,12 +41,7 @@ func (f *fixture) session(t *testing.T, companyID, kind, role string) map[string
 	if err := f.db.QueryRow(context.Background(), `SELECT id FROM users WHERE company_id = $1 LIMIT 1`, companyID).Scan(&user); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := f.sessions.Issue(context.Background(), session.Subject{UserID: user, CompanyID: companyID,
-		CompanyKind: kind, Role: role, Locale: "en"}, session.Meta{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return map[string]string{"Authorization": "Bearer " + tok.Access}
+	return f.bearer(t, user, companyID, kind, role)
 }
 
 func csvHeaders(h map[string]string) map[string]string {

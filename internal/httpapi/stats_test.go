@@ -14,7 +14,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ingest"
-	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/stats"
 	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
@@ -182,15 +181,7 @@ func TestStatsShowEachCompanyOnlyItsOwnFigures(t *testing.T) {
 		t.Errorf("the advertiser filtering on a stranger's program sees %v", got)
 	}
 	// The dashboard serves the same figures to a signed-in member.
-	u, err := f.ids.UserByEmail(context.Background(), "affiliate@example.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := f.sessions.Issue(context.Background(), session.Subject{UserID: u.ID, CompanyID: u.CompanyID, CompanyKind: identity.Affiliate, Role: "member", Locale: "en"}, session.Meta{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := f.get(t, "/api/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"sub1"}}, map[string]string{"Authorization": "Bearer " + tok.Access})
+	r := f.get(t, "/api/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"sub1"}}, f.dashboardAs(t, identity.Affiliate, "member"))
 	var subs []string
 	for _, row := range rowsOf(t, r) {
 		subs = append(subs, fmt.Sprintf("%v:%v", row["sub1"], row["clicks"]))

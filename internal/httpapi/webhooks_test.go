@@ -81,12 +81,19 @@ func newBareFixture(t *testing.T) *fixture {
 // signed in with the given role.
 func (f *fixture) dashboardAs(t *testing.T, kind, role string) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	u, err := f.ids.UserByEmail(ctx, kind+"@example.test")
+	u, err := f.ids.UserByEmail(context.Background(), kind+"@example.test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := f.sessions.Issue(ctx, session.Subject{UserID: u.ID, CompanyID: u.CompanyID, CompanyKind: kind, Role: role, Locale: "en"}, session.Meta{})
+	return f.bearer(t, u.ID, u.CompanyID, kind, role)
+}
+
+// bearer returns the headers of a dashboard session of the user, in its company of kind,
+// signed in with role.
+func (f *fixture) bearer(t *testing.T, userID, companyID, kind, role string) map[string]string {
+	t.Helper()
+	tok, err := f.sessions.Issue(context.Background(), session.Subject{UserID: userID, CompanyID: companyID,
+		CompanyKind: kind, Role: role, Locale: "en"}, session.Meta{})
 	if err != nil {
 		t.Fatal(err)
 	}
