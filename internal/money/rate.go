@@ -52,19 +52,22 @@ func Convert(minor int64, from, to, rate string) (int64, error) {
 	// minor / 10^exp(from) * rate * 10^exp(to)
 	v := new(big.Rat).Mul(new(big.Rat).SetInt64(minor), r)
 	v.Mul(v, new(big.Rat).SetFrac(pow10(Exponent(to)), pow10(Exponent(from))))
-	out := roundHalfUp(v)
+	out := divHalfUp(v.Num(), v.Denom())
 	if !out.IsInt64() {
 		return 0, fmt.Errorf("%s %s at %s is too large: %w", Format(minor, from), from, rate, ErrAmount)
 	}
 	return out.Int64(), nil
 }
 
-// roundHalfUp rounds a non-negative rational to the nearest integer, halves up.
-func roundHalfUp(v *big.Rat) *big.Int {
-	twice := new(big.Int).Mul(v.Num(), big.NewInt(2))
-	twice.Add(twice, v.Denom())
-	den := new(big.Int).Mul(v.Denom(), big.NewInt(2))
-	return twice.Div(twice, den) // floor((2n + d) / 2d) = floor(n/d + 1/2)
+// divHalfUp is n / d for d > 0: the quotient truncated toward zero, plus one when twice the
+// remainder reaches d. For n >= 0 that is rounding half up, the one rounding amounts here use
+// (a conversion's product, an average per click).
+func divHalfUp(n, d *big.Int) *big.Int {
+	q, r := new(big.Int).QuoRem(n, d, new(big.Int))
+	if r.Lsh(r, 1).Cmp(d) >= 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q
 }
 
 func pow10(n int) *big.Int {

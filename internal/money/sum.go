@@ -59,11 +59,7 @@ func (s Sum) Cmp(o Sum) int {
 
 // DivRound is s / n rounded half up, for n > 0 (an average per click).
 func (s Sum) DivRound(n int64) Sum {
-	q, r := new(big.Int).QuoRem(s.big(), big.NewInt(n), new(big.Int))
-	if r.Lsh(r, 1).Cmp(big.NewInt(n)) >= 0 {
-		q.Add(q, big.NewInt(1))
-	}
-	out, _ := ParseSum(q.String()) // a quotient by n >= 1 is no larger than s
+	out, _ := ParseSum(divHalfUp(s.big(), big.NewInt(n)).String()) // a quotient by n >= 1 is no larger than s
 	return out
 }
 
