@@ -167,7 +167,7 @@ func Signed(s string) bool {
 		return false
 	}
 	for i := 0; i < len(rest); i++ {
-		if strings.IndexByte(ids.Alphabet, rest[i]) < 0 {
+		if ids.Digit(rest[i]) < 0 {
 			return false
 		}
 	}

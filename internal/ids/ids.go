@@ -36,6 +36,26 @@ const Alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 
 const alphabet = Alphabet
 
+// digits maps each byte to its value in Alphabet, or to 0xff: decoding looks characters up
+// here rather than searching the alphabet, on every click of the redirect.
+var digits = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i := 0; i < len(alphabet); i++ {
+		t[alphabet[i]] = byte(i)
+	}
+	return t
+}()
+
+// Digit returns the value of b in Alphabet, or -1 when b is not in it.
+func Digit(b byte) int {
+	if v := digits[b]; v != 0xff {
+		return int(v)
+	}
+	return -1
+}
+
 // encodedLen is the length of 128 bits in base32 (26 * 5 = 130 bits, the top 2 are zero).
 const encodedLen = 26
 
@@ -65,7 +85,7 @@ func Bytes(prefix, s string) ([16]byte, bool) {
 	var bits uint
 	b := 15
 	for i := encodedLen - 1; i >= 0; i-- {
-		n := strings.IndexByte(alphabet, rest[i])
+		n := Digit(rest[i])
 		if n < 0 || i == 0 && n > 3 { // the first character holds 2 bits above the 128: zero
 			return [16]byte{}, false
 		}
@@ -112,7 +132,7 @@ func Valid(prefix, s string) bool {
 		return false
 	}
 	for i := 0; i < len(rest); i++ {
-		if strings.IndexByte(alphabet, rest[i]) < 0 {
+		if Digit(rest[i]) < 0 {
 			return false
 		}
 	}
@@ -138,7 +158,7 @@ func Time(id string) (time.Time, bool) {
 	}
 	var v [encodedLen]uint64
 	for j := 0; j < encodedLen; j++ {
-		n := strings.IndexByte(alphabet, body[j])
+		n := Digit(body[j])
 		if n < 0 {
 			return time.Time{}, false
 		}

@@ -2,6 +2,7 @@ package ids
 
 import (
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +101,14 @@ func TestBytesRoundTrips(t *testing.T) {
 	for _, bad := range []string{"", "lnk_", "prg_06f2d1x0k8m9q0000000000", "lnk_46f2d1x0k8m9q0000000000a", "lnk_06f2d1x0k8m9q000000000u0", "lnk_06f2d1x0k8m9q00000000000"} {
 		if _, ok := Bytes(Link, bad); ok {
 			t.Errorf("Bytes(%q) accepted", bad)
+		}
+	}
+}
+
+func TestDigitIsTheAlphabetsIndex(t *testing.T) {
+	for b := range 256 {
+		if got, want := Digit(byte(b)), strings.IndexByte(Alphabet, byte(b)); got != want {
+			t.Fatalf("Digit(%q) = %d, want %d", byte(b), got, want)
 		}
 	}
 }
