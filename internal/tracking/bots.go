@@ -1,6 +1,10 @@
 package tracking
 
-import "strings"
+import (
+	"hash/maphash"
+	"strings"
+	"sync/atomic"
+)
 
 // botMarkers are lowercase substrings of the user agents of crawlers, link-preview fetchers,
 // uptime checkers and HTTP libraries. A click from one of them is still redirected (a preview
@@ -36,7 +40,36 @@ var bots = newMatcher(botMarkers)
 // IsBot reports whether a user agent belongs to a bot. An empty user agent counts as one:
 // every browser sends one.
 func IsBot(userAgent string) bool {
-	return strings.TrimSpace(userAgent) == "" || bots.match(userAgent)
+	return strings.TrimSpace(userAgent) == "" || botVerdicts.match(userAgent)
+}
+
+// botVerdicts remembers the matcher's answer for the user agents seen last: the visitors
+// of a link send a few hundred distinct ones, and hashing one costs a tenth of scanning it.
+var botVerdicts = verdictCache{seed: maphash.MakeSeed()}
+
+// verdictCache is a direct-mapped cache of bots.match by a 64-bit hash of the text. Each
+// entry packs the hash (its low bit cleared, bit 1 set so no entry is 0) with the answer
+// in the low bit, in one atomic word: lock free, and a torn entry is impossible. Two texts
+// share an answer only if their seeded hashes agree in 63 bits.
+type verdictCache struct {
+	seed    maphash.Seed
+	entries [4096]atomic.Uint64
+}
+
+func (c *verdictCache) match(text string) bool {
+	h := maphash.String(c.seed, text)
+	tag := h&^1 | 2
+	e := &c.entries[h>>(64-12)]
+	if v := e.Load(); v&^1 == tag {
+		return v&1 == 1
+	}
+	bot := bots.match(text)
+	v := tag
+	if bot {
+		v |= 1
+	}
+	e.Store(v)
+	return bot
 }
 
 // matcher finds any of a set of lowercase ASCII substrings in one pass over the text, case

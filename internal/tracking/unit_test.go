@@ -1,6 +1,8 @@
 package tracking
 
 import (
+	"fmt"
+	"hash/maphash"
 	"strings"
 	"testing"
 	"time"
@@ -119,11 +121,48 @@ func TestDedupMemoryIsBounded(t *testing.T) {
 	for i := range 100_000 {
 		d.Seen("lnk", strings.Repeat("x", i%7)+string(rune(i)), now)
 	}
+	occupied := func(t dedupTable) (n int) {
+		for _, s := range t {
+			if s.key != 0 {
+				n++
+			}
+		}
+		return n
+	}
 	for i := range d.shards {
 		s := &d.shards[i]
-		if len(s.cur) > 100 || len(s.prev) > 100 {
-			t.Fatalf("shard %d holds %d+%d entries, want at most 100 each", i, len(s.cur), len(s.prev))
+		cur, prev := occupied(s.cur), occupied(s.prev)
+		if cur > 100 || prev > 100 || cur != s.n || prev != s.prevN {
+			t.Fatalf("shard %d holds %d+%d entries (counted %d+%d), want at most 100 each", i, cur, prev, s.n, s.prevN)
 		}
+		if len(s.cur) != 256 || len(s.prev) != 256 {
+			t.Fatalf("shard %d has tables of %d and %d slots, want 256 (at most half full)", i, len(s.cur), len(s.prev))
+		}
+	}
+	// The clicks just before the last early turn are still known.
+	for i := 100_000 - 5; i < 100_000; i++ {
+		if !d.Seen("lnk", strings.Repeat("x", i%7)+string(rune(i)), now) {
+			t.Fatalf("visitor %d, among the last seen, counts as new", i)
+		}
+	}
+}
+
+// A table the detector has not needed is not allocated: a replica that serves few clicks
+// does not pay for the bound.
+func TestDedupAllocatesTablesWhenFirstNeeded(t *testing.T) {
+	d := NewDedup(time.Hour, 1_000_000)
+	d.Seen("lnk", "v1", time.Now())
+	allocated := 0
+	for i := range d.shards {
+		if d.shards[i].cur != nil {
+			allocated++
+		}
+		if d.shards[i].prev != nil {
+			t.Fatalf("shard %d allocated its previous window's table before its first turn", i)
+		}
+	}
+	if allocated != 1 {
+		t.Fatalf("%d shards allocated a table after one click, want 1", allocated)
 	}
 }
 
@@ -148,9 +187,31 @@ func TestIsBot(t *testing.T) {
 		{"Mozilla/5.0 (Linux; Android 13) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36 [Pinterest/Android]", false},
 		{"Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 [FBAN/FBIOS;FBAV/450.0]", false},
 	}
-	for _, c := range cases {
-		if got := IsBot(c.ua); got != c.want {
-			t.Errorf("IsBot(%q) = %v, want %v", c.ua, got, c.want)
+	// The second pass answers from the cache of verdicts.
+	for pass := range 2 {
+		for _, c := range cases {
+			if got := IsBot(c.ua); got != c.want {
+				t.Errorf("pass %d: IsBot(%q) = %v, want %v", pass+1, c.ua, got, c.want)
+			}
+		}
+	}
+}
+
+// The cache of verdicts keeps each text's own answer, also when texts share a slot.
+func TestVerdictCacheAnswersPerText(t *testing.T) {
+	c := &verdictCache{seed: maphash.MakeSeed()}
+	texts := make([]string, 20_000) // five per slot on average: slots are overwritten
+	for i := range texts {
+		texts[i] = fmt.Sprintf("Mozilla/5.0 client %d", i)
+		if i%3 == 0 {
+			texts[i] += " Googlebot/2.1"
+		}
+	}
+	for pass := range 3 {
+		for i, text := range texts {
+			if got, want := c.match(text), i%3 == 0; got != want {
+				t.Fatalf("pass %d: match(%q) = %v, want %v", pass+1, text, got, want)
+			}
 		}
 	}
 }
