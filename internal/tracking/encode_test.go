@@ -65,3 +65,26 @@ func BenchmarkEncodeClick(b *testing.B) {
 		}
 	})
 }
+
+// A click's message key is its id, taken from the encoded payload without a copy; a payload
+// that does not start with the id (an id that needed escaping) gets a copy of the id.
+func TestItemKeyIsTheClickID(t *testing.T) {
+	cases := map[string]events.Click{
+		"a signed id":         {ClickID: "clk_06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0"},
+		"a plain id":          {ClickID: "clk_06f2d1x0k8m9q0000000000000"},
+		"an id with a quote":  {ClickID: `clk_"x`},
+		"an id with no field": {ClickID: ""},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			it := item{id: c.ClickID, payload: encodeClick(nil, &c)}
+			if got := string(it.key()); got != c.ClickID {
+				t.Fatalf("key %q, want %q", got, c.ClickID)
+			}
+		})
+	}
+	it := item{id: "clk_1", payload: []byte(`{"click_id":"clk_1"}`)}
+	if k := it.key(); &k[0] != &it.payload[len(`{"click_id":"`)] {
+		t.Fatal("the key of an encoded click is a copy, not a slice of its payload")
+	}
+}

@@ -191,6 +191,16 @@ func (it item) release() {
 	payloads.Put(it.buf)
 }
 
+// key is the click's message key, its id. The payload starts with the id (encodeClick
+// writes it first, and ids need no escaping), so the key is a slice of it rather than a copy.
+func (it item) key() []byte {
+	const start = len(`{"click_id":"`)
+	if end := start + len(it.id); end < len(it.payload) && string(it.payload[start:end]) == it.id {
+		return it.payload[start:end:end]
+	}
+	return []byte(it.id)
+}
+
 // releaseAll releases the items once the spool has copied them.
 func releaseAll(items []item) {
 	for _, it := range items {
@@ -198,23 +208,26 @@ func releaseAll(items []item) {
 	}
 }
 
-// kafkaWrite is one click message's write to Kafka; done closes when kafka-go reports its
-// outcome.
+// kafkaWrite is one click message's write to Kafka, whose outcome kafka-go reports to
+// Recorder.completed. err is set before finished.
 type kafkaWrite struct {
-	id    string
-	start time.Time
-	done  chan struct{}
-	err   error
+	id       string
+	group    *writeGroup
+	finished atomic.Bool
+	err      error
 }
 
-func (d *kafkaWrite) finished() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
+// writeGroup is the writes handed to the producer together. They share one channel, closed
+// when the last of them finished: a channel per click cost the async workers an allocation
+// and a wait each.
+type writeGroup struct {
+	start time.Time
+	left  atomic.Int64
+	done  chan struct{}
 }
+
+// wait blocks until the write's outcome is known (and those of its group).
+func (d *kafkaWrite) wait() { <-d.group.done }
 
 // NewRecorder opens the spool and the producer. Call Run to replay the spool and, in async
 // mode, to drain the queue; Record works as soon as this returns.
@@ -355,6 +368,9 @@ func (r *Recorder) deliverAck(g *ackGroup) {
 // way, which the producer holds until it reports their outcome. The error is that of the
 // items the spool refused (dropped); errs, when not nil, gets it for each of them.
 func (r *Recorder) deliver(items []item, deadline time.Time, errs []error) error {
+	if len(items) == 0 {
+		return nil
+	}
 	if r.degraded.Load() {
 		defer releaseAll(items)
 		return fill(errs, r.toSpool(items))
@@ -367,17 +383,17 @@ func (r *Recorder) deliver(items []item, deadline time.Time, errs []error) error
 		defer releaseAll(items)
 		return fill(errs, r.toSpool(items))
 	}
+	select {
+	case <-ds[0].group.done:
+	case <-ctx.Done():
+	}
 	var left []item
 	var leftAt []int
 	var pending []*kafkaWrite
 	var cause error
 	for i, d := range ds {
-		select {
-		case <-d.done:
-		case <-ctx.Done():
-		}
 		switch {
-		case !d.finished():
+		case !d.finished.Load():
 			pending = append(pending, d)
 			// The producer still holds the bytes: leave the buffer to the garbage collector.
 			items[i].buf = nil
@@ -420,15 +436,18 @@ func fill(errs []error, err error) error {
 	return err
 }
 
-// submit hands the items to the producer. An error means none of them was handed over:
-// kafka-go fails before it batches anything.
+// submit hands the items to the producer, as one writeGroup. An error means none of them
+// was handed over: kafka-go fails before it batches anything.
 func (r *Recorder) submit(ctx context.Context, items []item) ([]*kafkaWrite, error) {
+	g := &writeGroup{start: time.Now(), done: make(chan struct{})}
+	g.left.Store(int64(len(items)))
 	msgs := make([]kafkago.Message, len(items))
+	writes := make([]kafkaWrite, len(items))
 	ds := make([]*kafkaWrite, len(items))
-	now := time.Now()
 	for i, it := range items {
-		ds[i] = &kafkaWrite{id: it.id, start: now, done: make(chan struct{})}
-		msgs[i] = kafkago.Message{Key: []byte(it.id), Value: it.payload, WriterData: ds[i]}
+		writes[i] = kafkaWrite{id: it.id, group: g}
+		ds[i] = &writes[i]
+		msgs[i] = kafkago.Message{Key: it.key(), Value: it.payload, WriterData: ds[i]}
 	}
 	if err := r.w.WriteMessages(ctx, msgs...); err != nil {
 		return nil, err
@@ -444,9 +463,12 @@ func (r *Recorder) completed(msgs []kafkago.Message, err error) {
 		if !ok {
 			continue
 		}
-		produceClicks.Observe(time.Since(d.start).Seconds())
+		produceClicks.Observe(time.Since(d.group.start).Seconds())
 		d.err = err
-		close(d.done)
+		d.finished.Store(true)
+		if d.group.left.Add(-1) == 0 {
+			close(d.group.done)
+		}
 	}
 }
 

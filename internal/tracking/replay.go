@@ -14,7 +14,8 @@ const (
 	// replayWindow is how many spooled clicks go out in one replay round.
 	replayWindow = 500
 	// drainBatch is the most clicks an async worker takes from the queue at once.
-	drainBatch = 1000
+	drainBatch  = 1000
+	drainLinger = time.Millisecond
 	// replayPoll is how often the replay loop looks at the spool without being told.
 	replayPoll          = time.Second
 	replayBackoffMin    = 100 * time.Millisecond
@@ -76,6 +77,9 @@ func (r *Recorder) drain(stop <-chan struct{}) {
 		select {
 		case it := <-r.queue:
 			batch = append(batch[:0], it)
+			if len(r.queue) < drainBatch {
+				time.Sleep(drainLinger)
+			}
 		case <-stop:
 			stopping = true
 			batch = batch[:0]
@@ -182,7 +186,7 @@ func (r *Recorder) replayWindow(ctx context.Context, payloads [][]byte) error {
 			continue
 		}
 		if d := r.takeInFlight(head.ClickID); d != nil {
-			<-d.done // bounded by the producer's attempts; see writeAll
+			d.wait() // bounded by the producer's attempts; see writeAll
 			if d.err == nil {
 				clicksReplayed.Inc() // the first write made it after all
 				r.confirmed[head.ClickID] = struct{}{}
@@ -232,7 +236,7 @@ func (r *Recorder) writeAll(ctx context.Context, items []item) ([]item, error) {
 	var failed []item
 	var cause error
 	for i, d := range ds {
-		<-d.done
+		d.wait()
 		if d.err != nil {
 			failed, cause = append(failed, items[i]), d.err
 			continue
