@@ -65,6 +65,7 @@ func main() {
 		ackWait  = flag.Duration("ack-timeout", 0, "the recorders' AckTimeout (0: the default)")
 		mw       = flag.Bool("middleware", false, "also measure the bare 302 behind the api server's middleware")
 		plainIDs = flag.Bool("plain-click-ids", false, "mint plain click ids (no click-id key ring), as before signed ids")
+		modes    = flag.String("modes", "async,ack", "comma-separated recorder modes to measure beside the bare handler")
 	)
 	flag.Parse()
 	if *broker {
@@ -86,6 +87,13 @@ func main() {
 		counts = append(counts, n)
 	}
 	profileDir, ackTimeout, withMiddleware = *profile, *ackWait, *mw
+	for _, s := range strings.Split(*modes, ",") {
+		m, err := tracking.ParseMode(strings.TrimSpace(s))
+		if err != nil {
+			log.Fatalf("bench-redirect: -modes: %v", err)
+		}
+		recorderModes = append(recorderModes, m)
+	}
 	if !*plainIDs {
 		keys, err := clickid.ParseKeys(clickid.GenerateKeySpec())
 		if err != nil {
@@ -170,7 +178,7 @@ func run(adminURL, spoolParent string, counts []int, threads int, duration, warm
 		targets = append(targets, target{name: "middleware", url: "http://" + mwAddr + path})
 	}
 	recorders := map[tracking.Mode]*tracking.Recorder{}
-	for _, mode := range []tracking.Mode{tracking.ModeAsync, tracking.ModeAck} {
+	for _, mode := range recorderModes {
 		rec, err := tracking.NewRecorder(tracking.RecorderOptions{Kafka: kcfg, Mode: mode, SpoolDir: spoolParent + "/" + string(mode),
 			AckTimeout: ackTimeout, Log: quiet})
 		if err != nil {
@@ -313,6 +321,7 @@ var (
 	profileDir     string
 	ackTimeout     time.Duration
 	withMiddleware bool
+	recorderModes  []tracking.Mode
 	// clickIDs sign the real redirect's click ids, as production does; the zero Keys mints
 	// plain ones (-plain-click-ids).
 	clickIDs clickid.Keys

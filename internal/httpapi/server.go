@@ -246,7 +246,8 @@ func init() { metrics.MustRegister(httpRequests, httpDuration) }
 // observe records request metrics under the route template (never the raw path, whose ids
 // would make the label set unbounded).
 func observe(c *fiber.Ctx) error {
-	start := time.Now()
+	// fasthttp read the clock when the request was read, just before the middleware ran.
+	start := c.Context().Time()
 	err := c.Next()
 	status := c.Response().StatusCode()
 	if err != nil {
