@@ -102,19 +102,16 @@ func newDialer(clientID string) *kafkago.Dialer {
 }
 
 // NewWriter returns a producer for one topic tuned for synchronous use: WriteMessages
-// returns once every in-sync replica has the messages, so a caller (the click handler, the
-// outbox relay) may treat a nil error as durable.
+// returns once every in-sync replica has the messages, so a caller (the outbox relay) may treat
+// a nil error as durable. The click recorder builds its requests itself (NewClient).
 //
 // Messages with the same key always land on the same partition, which is what keeps one
 // aggregate's events in order. The balancer is murmur2, the Java client's default
 // partitioner, so any other producer to these topics (Kafka Connect, a franz-go tool, a
 // Java service) places a key on the same partition.
 //
-// Options adjust the writer for one caller's trade-offs (see WithBatchTimeout); they are
-// applied after the defaults above.
-//
 // The caller must Close the writer: that also releases its connection pool.
-func NewWriter(cfg Config, topic string, opts ...WriterOption) *kafkago.Writer {
+func NewWriter(cfg Config, topic string) *kafkago.Writer {
 	// The WriterConfig constructor is deprecated, but it is the only way to give the writer
 	// a transport that carries our ClientID AND that Writer.Close releases. A Writer literal
 	// with its own Transport leaks that transport's metadata goroutines after Close, and
@@ -135,9 +132,6 @@ func NewWriter(cfg Config, topic string, opts ...WriterOption) *kafkago.Writer {
 		// from EnsureTopics with our partitions and retention, and a typo'd topic must fail
 		// rather than be auto-created with broker defaults.
 	})
-	for _, o := range opts {
-		o(w)
-	}
 	return w
 }
 
@@ -265,4 +259,13 @@ func contextErr(ctx context.Context) error {
 		return context.DeadlineExceeded
 	}
 	return nil
+}
+
+// NewClient returns a kafka-go Client of the brokers over a transport of its own, which
+// carries the client id, for a producer that builds its requests itself (the click
+// recorder). Call the returned function to close the transport's connections.
+func NewClient(cfg Config) (*kafkago.Client, func()) {
+	d := &net.Dialer{Timeout: dialTimeout}
+	t := &kafkago.Transport{Dial: d.DialContext, DialTimeout: dialTimeout, ClientID: cfg.clientID()}
+	return &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Transport: t}, t.CloseIdleConnections
 }

@@ -1,31 +1,10 @@
 package kafka
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
-	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/partnerstream/partnerstream/internal/metrics"
 )
-
-// WriterOption adjusts a writer made by NewWriter. It receives the kafka-go writer itself,
-// so a caller with needs of its own (an async Completion callback, fewer retries) can pass a
-// function literal instead of this package growing an option per field.
-type WriterOption func(*kafkago.Writer)
-
-// WithBatchTimeout sets how long a partial batch waits for company before it is sent. A
-// synchronous caller waits this long on every write it makes alone, so the click redirect
-// uses about 1 ms; concurrent writers still share a request.
-func WithBatchTimeout(d time.Duration) WriterOption {
-	return func(w *kafkago.Writer) { w.BatchTimeout = d }
-}
-
-// WithBatchSize sets the most messages per partition request. kafka-go allocates a
-// BatchSize-long slice for every batch, so large values cost CPU on every write.
-func WithBatchSize(n int) WriterOption {
-	return func(w *kafkago.Writer) { w.BatchSize = n }
-}
 
 // ProduceDuration is the latency of produce requests, from the producer handing a message
 // over to the broker acknowledging it (or the write failing), by topic. Every producer of

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/kafka"
@@ -48,12 +47,6 @@ type RecorderOptions struct {
 	// AsyncAckTimeout is the same for the async mode's queue workers (default 1 s): nobody
 	// waits for them, so a slow Kafka should fill the queue rather than the spool.
 	AsyncAckTimeout time.Duration
-	// BatchTimeout and BatchSize shape the producer's requests (defaults 10 µs and 100).
-	// The recorder hands clicks to the producer in groups (the ack mode's concurrent clicks,
-	// the async queue's backlog), so the producer's timer only has to outlast one group's
-	// hand-over: waiting longer for company would add its full length to every group.
-	BatchTimeout time.Duration
-	BatchSize    int
 	// QueueSize bounds the async mode's queue (default 16384 clicks).
 	QueueSize int
 	// Workers drain the async queue (default 2).
@@ -79,12 +72,6 @@ func (o *RecorderOptions) defaults() {
 	}
 	if o.AsyncAckTimeout <= 0 {
 		o.AsyncAckTimeout = time.Second
-	}
-	if o.BatchTimeout <= 0 {
-		o.BatchTimeout = 10 * time.Microsecond
-	}
-	if o.BatchSize <= 0 {
-		o.BatchSize = 100
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = 16384
@@ -140,7 +127,7 @@ var ErrClosed = errors.New("tracking: click recorder is closed")
 // dedupe by click_id.
 type Recorder struct {
 	o        RecorderOptions
-	w        *kafkago.Writer
+	p        *producer
 	spool    *spool
 	recorded prometheus.Counter
 
@@ -208,8 +195,8 @@ func releaseAll(items []item) {
 	}
 }
 
-// kafkaWrite is one click message's write to Kafka, whose outcome kafka-go reports to
-// Recorder.completed. err is set before finished.
+// kafkaWrite is one click message's write to Kafka, whose outcome the producer reports
+// (Recorder.submit). err is set before finished.
 type kafkaWrite struct {
 	id       string
 	group    *writeGroup
@@ -218,13 +205,9 @@ type kafkaWrite struct {
 }
 
 // writeGroup is the writes handed to the producer together. They share one channel, closed
-// when the last of them finished: a channel per click cost the async workers an allocation
-// and a wait each.
-type writeGroup struct {
-	start time.Time
-	left  atomic.Int64
-	done  chan struct{}
-}
+// once all of their outcomes are known: a channel per click cost the async workers an
+// allocation and a wait each.
+type writeGroup struct{ done chan struct{} }
 
 // wait blocks until the write's outcome is known (and those of its group).
 func (d *kafkaWrite) wait() { <-d.group.done }
@@ -248,19 +231,7 @@ func NewRecorder(o RecorderOptions) (*Recorder, error) {
 	}
 	r := &Recorder{o: o, spool: sp, recorded: clicksRecorded.WithLabelValues(string(o.Mode)),
 		queue: make(chan item, o.QueueSize), kick: make(chan struct{}, 1), inFlight: map[string]*kafkaWrite{}}
-	r.w = kafka.NewWriter(o.Kafka, kafka.TopicClicks, kafka.WithBatchTimeout(o.BatchTimeout), kafka.WithBatchSize(o.BatchSize),
-		func(w *kafkago.Writer) {
-			// Async with a Completion callback: WriteMessages returns once the message is in a
-			// batch, and the callback reports every message's outcome, including that of a
-			// write the caller stopped waiting for.
-			w.Async = true
-			w.Completion = r.completed
-			w.Balancer = &stickyBalancer{every: uint64(o.BatchSize)}
-			w.MaxAttempts = writeAttempts
-			w.WriteBackoffMin = writeBackoffMin
-			w.WriteBackoffMax = writeBackoffMax
-			w.WriteTimeout = writeTimeout
-		})
+	r.p = newProducer(o.Kafka, kafka.TopicClicks)
 	if sp.Size() > 0 {
 		// Left by a previous process: replay it first thing, and spool new clicks behind it
 		// until Kafka has taken some.
@@ -375,36 +346,32 @@ func (r *Recorder) deliver(items []item, deadline time.Time, errs []error) error
 		defer releaseAll(items)
 		return fill(errs, r.toSpool(items))
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	ds, err := r.submit(ctx, items)
-	if err != nil {
-		r.degrade(err)
-		defer releaseAll(items)
-		return fill(errs, r.toSpool(items))
-	}
+	ds := r.submit(items)
+	wait := time.NewTimer(time.Until(deadline))
 	select {
 	case <-ds[0].group.done:
-	case <-ctx.Done():
+	case <-wait.C:
 	}
+	wait.Stop()
 	var left []item
 	var leftAt []int
 	var pending []*kafkaWrite
 	var cause error
 	for i, d := range ds {
+		it := items[i] // a copy: the producer may still be reading items
 		switch {
 		case !d.finished.Load():
 			pending = append(pending, d)
 			// The producer still holds the bytes: leave the buffer to the garbage collector.
-			items[i].buf = nil
+			it.buf = nil
 		case d.err == nil:
 			r.recorded.Inc()
-			items[i].release()
+			it.release()
 			continue
 		default:
 			cause = d.err
 		}
-		left, leftAt = append(left, items[i]), append(leftAt, i)
+		left, leftAt = append(left, it), append(leftAt, i)
 	}
 	if len(left) == 0 {
 		return nil
@@ -436,40 +403,26 @@ func fill(errs []error, err error) error {
 	return err
 }
 
-// submit hands the items to the producer, as one writeGroup. An error means none of them
-// was handed over: kafka-go fails before it batches anything.
-func (r *Recorder) submit(ctx context.Context, items []item) ([]*kafkaWrite, error) {
-	g := &writeGroup{start: time.Now(), done: make(chan struct{})}
-	g.left.Store(int64(len(items)))
-	msgs := make([]kafkago.Message, len(items))
+// submit hands the items to the producer, as one writeGroup, and returns their writes,
+// whose outcomes the producer reports when it knows them.
+func (r *Recorder) submit(items []item) []*kafkaWrite {
+	g := &writeGroup{done: make(chan struct{})}
 	writes := make([]kafkaWrite, len(items))
 	ds := make([]*kafkaWrite, len(items))
 	for i, it := range items {
 		writes[i] = kafkaWrite{id: it.id, group: g}
 		ds[i] = &writes[i]
-		msgs[i] = kafkago.Message{Key: it.key(), Value: it.payload, WriterData: ds[i]}
 	}
-	if err := r.w.WriteMessages(ctx, msgs...); err != nil {
-		return nil, err
-	}
-	return ds, nil
-}
-
-// completed is the producer's Completion callback: it runs on kafka-go's goroutines, so it
-// only records and signals.
-func (r *Recorder) completed(msgs []kafkago.Message, err error) {
-	for i := range msgs {
-		d, ok := msgs[i].WriterData.(*kafkaWrite)
-		if !ok {
-			continue
+	r.p.start(items, func(written int, err error) {
+		for i, d := range ds {
+			if i >= written {
+				d.err = err
+			}
+			d.finished.Store(true)
 		}
-		produceClicks.Observe(time.Since(d.group.start).Seconds())
-		d.err = err
-		d.finished.Store(true)
-		if d.group.left.Add(-1) == 0 {
-			close(d.group.done)
-		}
-	}
+		close(g.done)
+	})
+	return ds
 }
 
 func (r *Recorder) degrade(cause error) {
@@ -541,14 +494,4 @@ func (r *Recorder) wake() {
 	case r.kick <- struct{}{}:
 	default:
 	}
-}
-
-// produce requests, batch buffers and broker work for the same clicks.
-type stickyBalancer struct {
-	every uint64
-	n     atomic.Uint64
-}
-
-func (b *stickyBalancer) Balance(_ kafkago.Message, partitions ...int) int {
-	return partitions[int((b.n.Add(1)-1)/b.every%uint64(len(partitions)))]
 }

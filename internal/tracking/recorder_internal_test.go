@@ -3,6 +3,8 @@ package tracking
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,10 +24,7 @@ func TestReplaySkipsAClickWhoseLateFirstWriteSucceeded(t *testing.T) {
 	r, cfg := newKafkaRecorder(t, RecorderOptions{})
 	it := item{id: "clk_late", payload: []byte(`{"click_id":"clk_late"}`)}
 	// What deliver does when AckTimeout expires first: track the write under way, spool.
-	ds, err := r.submit(ctx, []item{it})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := r.submit([]item{it})
 	r.track(ds)
 	if err := r.toSpool([]item{it}); err != nil {
 		t.Fatal(err)
@@ -174,5 +173,29 @@ func TestAckModeDeliversConcurrentClicksAsOneGroup(t *testing.T) {
 	}
 	if got := stopAndCount(t, r, cfg); got != n {
 		t.Fatalf("the topic holds %d messages, want %d", got, n)
+	}
+}
+
+// The producer's transport is the recorder's own: once Run returns, none of its connections
+// or metadata goroutines is left.
+func TestRecorderLeavesNoProducerGoroutines(t *testing.T) {
+	r, cfg := newKafkaRecorder(t, RecorderOptions{})
+	if err := r.Record(context.Background(), events.Click{ClickID: "clk_goroutines", OccurredAt: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	if n := stopAndCount(t, r, cfg); n != 1 {
+		t.Fatalf("the topic holds %d messages, want 1", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "segmentio/kafka-go.(*connPool)") && !strings.Contains(stacks, "segmentio/kafka-go.(*conn)") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kafka-go goroutines left after Run returned:\n%s", stacks)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -3,7 +3,6 @@ package tracking
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -17,10 +16,9 @@ const (
 	drainBatch  = 1000
 	drainLinger = time.Millisecond
 	// replayPoll is how often the replay loop looks at the spool without being told.
-	replayPoll          = time.Second
-	replayBackoffMin    = 100 * time.Millisecond
-	replayBackoffMax    = 5 * time.Second
-	replayLookupTimeout = 10 * time.Second
+	replayPoll       = time.Second
+	replayBackoffMin = 100 * time.Millisecond
+	replayBackoffMax = 5 * time.Second
 )
 
 // Run replays the spool and drains the async queue until ctx ends. Then it stops taking
@@ -52,12 +50,12 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 	r.setState(recorderStateClosed)
 	// Close waits for every write under way, so every write learns its outcome.
-	werr := r.w.Close()
+	r.p.shutdown()
 	serr := r.spool.Close()
 	if n := r.spool.Size(); n > 0 {
 		r.o.Log.Info("clicks: spool kept for the next start", "bytes", n)
 	}
-	return errors.Join(werr, serr)
+	return serr
 }
 
 // setState waits for the Record calls under way, which hold the read lock.
@@ -197,7 +195,7 @@ func (r *Recorder) replayWindow(ctx context.Context, payloads [][]byte) error {
 	}
 	backoff := replayBackoffMin
 	for attempt := 1; len(send) > 0; attempt++ {
-		failed, err := r.writeAll(ctx, send)
+		failed, err := r.writeAll(send)
 		if len(failed) == 0 {
 			return nil
 		}
@@ -223,16 +221,11 @@ func (r *Recorder) replayWindow(ctx context.Context, payloads [][]byte) error {
 // writeAll sends the items and waits for every outcome; it returns the ones that failed and
 // why.
 //
-// It waits even when ctx ends: a replay that stopped listening could not tell which clicks
-// made it, and would send them again. The wait is bounded by the producer (writeAttempts
-// tries of at most writeTimeout each).
-func (r *Recorder) writeAll(ctx context.Context, items []item) ([]item, error) {
-	lctx, cancel := context.WithTimeout(ctx, replayLookupTimeout)
-	defer cancel()
-	ds, err := r.submit(lctx, items)
-	if err != nil {
-		return items, err
-	}
+// It waits even when the replay is being stopped: a replay that stopped listening could not
+// tell which clicks made it, and would send them again. The wait is bounded by the producer
+// (writeAttempts tries of at most writeTimeout each).
+func (r *Recorder) writeAll(items []item) ([]item, error) {
+	ds := r.submit(items)
 	var failed []item
 	var cause error
 	for i, d := range ds {
@@ -246,8 +239,3 @@ func (r *Recorder) writeAll(ctx context.Context, items []item) ([]item, error) {
 	}
 	return failed, cause
 }
-
-// stickyBalancer sends BatchSize messages in a row to one partition, then moves to the
-// next. Clicks are keyed by click id, which no consumer needs on a particular partition
-// (each key occurs once), so placing them by key hash would only split the clicks of every
-// millisecond into one small request per partition: with six partitions, six times the
