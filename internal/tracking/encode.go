@@ -76,6 +76,12 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight plain bytes at a time: user agents, referrers and landing URLs are long runs
+		// of them.
+		if i+8 <= len(s) && !special8(load8(s, i)) {
+			i += 8
+			continue
+		}
 		b := s[i]
 		if plainASCII[b] {
 			i++
@@ -122,4 +128,27 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// Bit tricks on eight bytes in one word (Sean Anderson's "Bit Twiddling Hacks"): hasLess is
+// non-zero when some byte is below n (n <= 128), hasByte when some byte equals b.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+func hasLess(x uint64, n byte) uint64 { return (x - ones*uint64(n)) & ^x & highs }
+
+func hasByte(x uint64, b byte) uint64 { return hasLess(x^(ones*uint64(b)), 1) }
+
+// special8 reports whether any of the eight bytes in x is one plainASCII does not mark.
+func special8(x uint64) bool {
+	return hasLess(x, 0x20)|x&highs|hasByte(x, '"')|hasByte(x, '\\')|hasByte(x, '<')|hasByte(x, '>')|hasByte(x, '&') != 0
+}
+
+// load8 reads s[i:i+8] as a little-endian word (the compiler makes it one load).
+func load8(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }

@@ -88,3 +88,16 @@ func TestItemKeyIsTheClickID(t *testing.T) {
 		t.Fatal("the key of an encoded click is a copy, not a slice of its payload")
 	}
 }
+
+// special8 agrees with plainASCII for every byte at every position of the word.
+func TestSpecial8MatchesPlainASCII(t *testing.T) {
+	for b := range 256 {
+		for pos := range 8 {
+			word := []byte("abcdefgh")
+			word[pos] = byte(b)
+			if got := special8(load8(string(word), 0)); got != !plainASCII[b] {
+				t.Fatalf("special8 with byte %#x at %d = %v, want %v", b, pos, got, !plainASCII[b])
+			}
+		}
+	}
+}
