@@ -20,6 +20,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/url"
@@ -29,6 +30,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -216,7 +218,7 @@ func run(adminURL, spoolParent string, counts []int, threads int, duration, warm
 					return err
 				}
 			}
-			before := clickCounters(tg.mode)
+			before, produced := clickCounters(tg.mode), produceLatency()
 			cpu0, brokerCPU0 := procstat.Self(), procstat.CPU(brokerPID)
 			stopProfile := startProfile(fmt.Sprintf("%s-%d", tg.name, n))
 			r, err := runWrk(wrkBin, tg.url, threads, n, duration)
@@ -226,6 +228,7 @@ func run(adminURL, spoolParent string, counts []int, threads int, duration, warm
 			}
 			r.serverCPU, r.brokerCPU = procstat.Self()-cpu0, procstat.CPU(brokerPID)-brokerCPU0
 			r.clicks = clickCounters(tg.mode).minus(before)
+			r.produce = produceLatency().minus(produced)
 			if results[tg.name] == nil {
 				results[tg.name] = map[int]wrkResult{}
 			}
@@ -353,6 +356,8 @@ type wrkResult struct {
 	serverCPU, brokerCPU time.Duration
 	// CPU time of wrk itself.
 	wrkCPU time.Duration
+	// produce is the latency of the recorder's produce requests during the run.
+	produce histogram
 }
 
 // cpuPerRequest is the CPU the whole loop spends on one request (server, broker and load
@@ -472,6 +477,60 @@ func clickCounters(mode tracking.Mode) counters {
 	return c
 }
 
+// histogram is the cumulative counts of a Prometheus histogram by upper bound.
+type histogram struct {
+	bounds []float64
+	counts []uint64
+}
+
+// produceLatency reads partnerstream_kafka_produce_duration_seconds of the clicks topic.
+func produceLatency() histogram {
+	var h histogram
+	mfs, err := metrics.Gatherer.Gather()
+	if err != nil {
+		return h
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "partnerstream_kafka_produce_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label(m, "topic") != kafka.TopicClicks {
+				continue
+			}
+			for _, b := range m.GetHistogram().GetBucket() {
+				h.bounds = append(h.bounds, b.GetUpperBound())
+				h.counts = append(h.counts, b.GetCumulativeCount())
+			}
+		}
+	}
+	return h
+}
+
+func (h histogram) minus(o histogram) histogram {
+	d := histogram{bounds: h.bounds, counts: slices.Clone(h.counts)}
+	for i := range d.counts {
+		if i < len(o.counts) {
+			d.counts[i] -= o.counts[i]
+		}
+	}
+	return d
+}
+
+// quantile is the upper bound of the bucket that holds quantile q, "-" without data.
+func (h histogram) quantile(q float64) string {
+	if len(h.counts) == 0 || h.counts[len(h.counts)-1] == 0 {
+		return "-"
+	}
+	want := uint64(math.Ceil(q * float64(h.counts[len(h.counts)-1])))
+	for i, c := range h.counts {
+		if c >= want {
+			return "≤ " + round(time.Duration(h.bounds[i]*float64(time.Second)))
+		}
+	}
+	return "> " + round(time.Duration(h.bounds[len(h.bounds)-1]*float64(time.Second)))
+}
+
 func label(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {
 		if l.GetName() == name {
@@ -483,25 +542,26 @@ func label(m *dto.Metric, name string) string {
 
 func printTable(targets []target, counts []int, results map[string]map[int]wrkResult) {
 	fmt.Println()
-	fmt.Println("| connections | handler | requests/s | vs bare | p50 | p99 | CPU µs/req server + broker + wrk | server CPU vs bare | vs bare if CPU-bound | clicks recorded / spooled / dropped | target |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| connections | handler | requests/s | vs bare | p50 | p99 | CPU µs/req server + broker + wrk | server CPU vs bare | vs bare if CPU-bound | clicks recorded / spooled / dropped | produce requests p50 / p99 | target |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, n := range counts {
 		bare := results["bare"][n]
 		for _, tg := range targets {
 			r := results[tg.name][n]
 			ratio := r.rps / bare.rps
-			clicks, goal := "-", ""
+			clicks, produce, goal := "-", "-", ""
 			if tg.mode != "" {
 				clicks = fmt.Sprintf("%.0f / %.0f / %.0f", r.clicks.recorded, r.clicks.spooled, r.clicks.dropped)
+				produce = fmt.Sprintf("%s / %s", r.produce.quantile(0.5), r.produce.quantile(0.99))
 				goal = verdict(tg.mode, n, r, bare)
 			}
 			errs := ""
 			if r.errors > 0 {
 				errs = fmt.Sprintf(" (%d errors)", r.errors)
 			}
-			fmt.Printf("| %d | %s | %.0f%s | %.2fx | %s | %s | %.1f + %.1f + %.1f | %.2fx | %.2fx | %s | %s |\n", n, tg.name, r.rps, errs, ratio,
+			fmt.Printf("| %d | %s | %.0f%s | %.2fx | %s | %s | %.1f + %.1f + %.1f | %.2fx | %.2fx | %s | %s | %s |\n", n, tg.name, r.rps, errs, ratio,
 				round(r.p50), round(r.p99), r.perRequest(r.serverCPU), r.perRequest(r.brokerCPU), r.perRequest(r.wrkCPU),
-				r.perRequest(r.serverCPU)/bare.perRequest(bare.serverCPU), bare.cpuPerRequest()/r.cpuPerRequest(), clicks, goal)
+				r.perRequest(r.serverCPU)/bare.perRequest(bare.serverCPU), bare.cpuPerRequest()/r.cpuPerRequest(), clicks, produce, goal)
 		}
 	}
 	fmt.Println()
