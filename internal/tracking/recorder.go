@@ -196,21 +196,30 @@ func releaseAll(items []item) {
 }
 
 // kafkaWrite is one click message's write to Kafka, whose outcome the producer reports
-// (Recorder.submit). err is set before finished.
+// (Recorder.submit): err is set before its group's done closes.
 type kafkaWrite struct {
-	id       string
-	group    *writeGroup
-	finished atomic.Bool
-	err      error
+	id    string
+	group *writeGroup
+	err   error
 }
 
-// writeGroup is the writes handed to the producer together. They share one channel, closed
-// once all of their outcomes are known: a channel per click cost the async workers an
+// writeGroup is the writes handed to the producer together. Their outcomes are known at the
+// same moment, so they share one channel: a channel per click cost the async workers an
 // allocation and a wait each.
 type writeGroup struct{ done chan struct{} }
 
-// wait blocks until the write's outcome is known (and those of its group).
+// wait blocks until the write's outcome is known.
 func (d *kafkaWrite) wait() { <-d.group.done }
+
+// finished reports whether the write's outcome is known.
+func (d *kafkaWrite) finished() bool {
+	select {
+	case <-d.group.done:
+		return true
+	default:
+		return false
+	}
+}
 
 // NewRecorder opens the spool and the producer. Call Run to replay the spool and, in async
 // mode, to drain the queue; Record works as soon as this returns.
@@ -360,7 +369,7 @@ func (r *Recorder) deliver(items []item, deadline time.Time, errs []error) error
 	for i, d := range ds {
 		it := items[i] // a copy: the producer may still be reading items
 		switch {
-		case !d.finished.Load():
+		case !d.finished():
 			pending = append(pending, d)
 			// The producer still holds the bytes: leave the buffer to the garbage collector.
 			it.buf = nil
@@ -414,11 +423,8 @@ func (r *Recorder) submit(items []item) []*kafkaWrite {
 		ds[i] = &writes[i]
 	}
 	r.p.start(items, func(written int, err error) {
-		for i, d := range ds {
-			if i >= written {
-				d.err = err
-			}
-			d.finished.Store(true)
+		for _, d := range ds[written:] {
+			d.err = err
 		}
 		close(g.done)
 	})
