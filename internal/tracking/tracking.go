@@ -81,7 +81,7 @@ type ServiceOptions struct {
 	// duplicates (default 1 h).
 	DuplicateWindow time.Duration
 	// DuplicateMaxEntries bounds the duplicate detector's memory (default 1 000 000
-	// visitor-link pairs, about 40 MB).
+	// visitor-link pairs, 32 MB of tables, allocated as they fill).
 	DuplicateMaxEntries int
 	// ClickIDs sign the click ids (package clickid), so a conversion can be attributed from
 	// its id without waiting for the click to reach ClickHouse. Without a key, click ids are
