@@ -167,3 +167,30 @@ func BenchmarkDecodeClick(b *testing.B) {
 		}
 	})
 }
+
+// The clicks' strings are views of the parser's arenas: parsing more clicks, over several
+// arenas and with failures in between, must leave the ones parsed before as they were.
+func TestClickParserKeepsEarlierClicks(t *testing.T) {
+	var p clickParser
+	var got []events.Click
+	var want []events.Click
+	at := time.Date(2026, 11, 22, 10, 4, 5, 0, time.UTC)
+	for i := 0; len(want) < 3*arenaSize/250; i++ {
+		if _, err := p.parse([]byte(`{"click_id":"clk_bad","is_bot":"yes"}`)); err == nil {
+			t.Fatal("a malformed click parsed")
+		}
+		c := benchClick(i, at)
+		c.LandingURL = "" // statistics do not store it
+		body, _ := json.Marshal(c)
+		parsed, err := p.parse(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want = append(got, parsed), append(want, c)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("click %d reads %+v after more were parsed, want %+v", i, got[i], want[i])
+		}
+	}
+}

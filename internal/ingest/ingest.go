@@ -244,7 +244,8 @@ type consumer[T any] struct {
 	plan    planner[T]
 	log     *slog.Logger
 	lag     *lagTracker
-	chunks  chan []item[T] // reusable slices for fetched messages
+	chunks  reuse[[]item[T]] // slices for fetched messages
+	records reuse[[]T]       // slices for batches' records
 
 	mu       sync.Mutex
 	failure  error // of the last join, fetch or write; nil once one succeeds
@@ -264,7 +265,7 @@ func newConsumer[T any](s *Service, o Options, topic, group, table string,
 	return &consumer[T]{svc: s, topic: topic, group: group, table: table, kafka: o.Kafka, size: o.BatchSize,
 		interval: o.BatchInterval, fetchOptions: fetchOptions{minBytes: o.FetchMinBytes, maxWait: o.FetchMaxWait},
 		decoder: newDecoder, plan: plan, log: o.Log.With("topic", topic, "group", group), lag: newLagTracker(topic, o.Now),
-		chunks: make(chan []item[T], 2*o.Kafka.Partitions+2)}
+		chunks: newReuse[[]item[T]](2*o.Kafka.Partitions + 2), records: newReuse[[]T](2)}
 }
 
 type fetchOptions struct {
@@ -337,7 +338,18 @@ type batch[T any] struct {
 const maxPresized = 16384
 
 func (c *consumer[T]) newBatch() *batch[T] {
-	return &batch[T]{records: make([]T, 0, min(c.size, maxPresized)), last: map[int]position{}}
+	records := c.records.get()
+	if records == nil {
+		records = make([]T, 0, min(c.size, maxPresized))
+	}
+	return &batch[T]{records: records, last: map[int]position{}}
+}
+
+// recycle keeps a stored batch's records slice for a later batch.
+func (c *consumer[T]) recycle(b *batch[T]) {
+	clear(b.records) // its strings must not outlive the batch
+	c.records.put(b.records[:0])
+	b.records = nil
 }
 
 func (c *consumer[T]) add(b *batch[T], it *item[T]) {
@@ -494,6 +506,7 @@ func (c *consumer[T]) store(ctx, wctx context.Context, gen *kafkago.Generation, 
 	flushDuration.WithLabelValues(c.topic).Observe(time.Since(start).Seconds())
 	c.log.Debug("batch stored", "messages", b.messages, "written", res.Written, "duplicates", res.Duplicates,
 		"invalid", b.invalid, "duration", time.Since(start))
+	c.recycle(b)
 	return true
 }
 

@@ -155,12 +155,14 @@ type Writer struct {
 	// an outage. Clicks stored during neither could not be, so the wait counts from it too.
 	reachable time.Time
 	down      bool
+
+	blocks reuse[*clickBlock] // inserted blocks, for the next batches
 }
 
 // NewWriter returns a writer into database, whose schema chstore.Migrate created. It never
 // holds a conversion for its click.
 func NewWriter(conn driver.Conn, database string) *Writer {
-	return &Writer{conn: conn, db: database, now: time.Now, reachable: time.Now()}
+	return &Writer{conn: conn, db: database, now: time.Now, reachable: time.Now(), blocks: newReuse[*clickBlock](2)}
 }
 
 // WriteResult counts what a write did.
@@ -219,6 +221,8 @@ func (p *clickPlan) apply(ctx context.Context) error {
 	if err := p.block.insert(ctx, p.w.conn, p.w.db); err != nil {
 		return fmt.Errorf("ingest: insert %d clicks: %w", p.res.Written, err)
 	}
+	p.w.blocks.put(p.block.reset())
+	p.block = nil
 	return nil
 }
 
@@ -251,7 +255,7 @@ func (w *Writer) planClicks(ctx context.Context, clicks []Click, prev plan) (pla
 	if err != nil {
 		return nil, fmt.Errorf("ingest: look up stored clicks: %w", err)
 	}
-	p.block = newClickBlock(len(ids) - len(stored))
+	p.block = w.clickBlock(len(ids) - len(stored))
 	for _, c := range clicks {
 		if stored[c.ClickID] || p.written[c.ClickID] { // later copies in this batch are duplicates
 			p.res.Duplicates++
@@ -284,6 +288,26 @@ func newClickBlock(n int) *clickBlock {
 		sub1: str(), sub2: str(), sub3: str(), sub4: str(), sub5: str(), ip: str(), userAgent: str(), referrer: str(),
 		country: str(), at: make([]time.Time, 0, n), bot: make([]uint8, 0, n), duplicate: make([]uint8, 0, n),
 		partition: make([]int32, 0, n), offset: make([]int64, 0, n)}
+}
+
+// clickBlock returns an empty block with room for n clicks, one inserted before if it has
+// the room.
+func (w *Writer) clickBlock(n int) *clickBlock {
+	if b := w.blocks.get(); b != nil && cap(b.id) >= n {
+		return b
+	}
+	return newClickBlock(n)
+}
+
+// reset empties the block for reuse.
+func (b *clickBlock) reset() *clickBlock {
+	for _, col := range []*[]string{&b.id, &b.link, &b.program, &b.affiliate, &b.advertiser, &b.promotion,
+		&b.sub1, &b.sub2, &b.sub3, &b.sub4, &b.sub5, &b.ip, &b.userAgent, &b.referrer, &b.country} {
+		clear(*col) // the clicks' strings must not outlive their batch
+		*col = (*col)[:0]
+	}
+	b.at, b.bot, b.duplicate, b.partition, b.offset = b.at[:0], b.bot[:0], b.duplicate[:0], b.partition[:0], b.offset[:0]
+	return b
 }
 
 func (b *clickBlock) add(c Click) {
