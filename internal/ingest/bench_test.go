@@ -51,12 +51,13 @@ func openBenchDB(b *testing.B) *env {
 func BenchmarkIngestThroughput(b *testing.B) {
 	ctx := context.Background()
 	at := time.Now().UTC().Truncate(time.Second)
-	clicks := make([]Click, benchEvents)
+	clicks := make([]clickRecord, benchEvents)
 	msgs := make([]kafkago.Message, benchEvents)
 	for i := range clicks {
-		clicks[i] = Click{Click: benchClick(i, at), Partition: int32(i % 6), Offset: int64(i / 6)}
-		body, _ := json.Marshal(clicks[i].Click)
-		msgs[i] = kafkago.Message{Key: []byte(clicks[i].ClickID), Value: body}
+		c := benchClick(i, at)
+		clicks[i] = newClickRecord(Click{Click: c, Partition: int32(i % 6), Offset: int64(i / 6)})
+		body, _ := json.Marshal(c)
+		msgs[i] = kafkago.Message{Key: []byte(c.ClickID), Value: body}
 	}
 
 	// ClickHouse's background merges make one pass of either side swing by half on two
@@ -70,8 +71,8 @@ func BenchmarkIngestThroughput(b *testing.B) {
 		for off := 0; off < len(clicks); off += DefaultBatchSize {
 			part := clicks[off:min(off+DefaultBatchSize, len(clicks))]
 			block := newClickBlock(len(part))
-			for _, c := range part {
-				block.add(c)
+			for i := range part {
+				block.add(&part[i])
 			}
 			if err := block.insert(ctx, raw.conn, raw.db); err != nil {
 				b.Fatal(err)

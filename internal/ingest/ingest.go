@@ -74,7 +74,7 @@ type Options struct {
 // Service is the ingest component (run.Component "ingest").
 type Service struct {
 	consumers []runner
-	clicks    *consumer[Click] // tests watch it
+	clicks    *consumer[clickRecord] // tests watch it
 	// afterWrite, when set (tests), runs after a batch of that many messages is stored and
 	// before its offsets are committed: the window a crash must survive.
 	afterWrite func(topic string, messages int)
@@ -177,18 +177,17 @@ func (s *Service) check(context.Context) error {
 // is only valid during the call.
 type decoder[T any] func(it *item[T], value []byte)
 
-func newClickDecoder() decoder[Click] {
+func newClickDecoder() decoder[clickRecord] {
 	var p clickParser
-	return func(it *item[Click], value []byte) {
-		c := &it.rec
-		c.Partition, c.Offset = int32(it.partition), it.offset
+	return func(it *item[clickRecord], value []byte) {
+		r := &it.rec
 		it.ok = true
-		var err error
-		if c.Click, err = p.parse(value); err != nil {
+		if err := p.parse(value, r); err != nil {
 			it.invalid = fmt.Errorf("%w: click: %w", ErrInvalid, err)
 			return
 		}
-		it.at, it.invalid = c.OccurredAt, validClick(c.Click)
+		r.partition, r.offset = int32(it.partition), it.offset
+		it.at, it.invalid = r.at, r.valid()
 	}
 }
 

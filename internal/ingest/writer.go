@@ -118,14 +118,6 @@ func parseAmount(s, currency string) (int64, error) {
 	return money.Parse(s, currency)
 }
 
-// validClick reports what makes a click unusable for statistics.
-func validClick(c events.Click) error {
-	if c.ClickID == "" || c.AdvertiserID == "" || c.OccurredAt.IsZero() {
-		return fmt.Errorf("%w: click %q: click id, advertiser id and occurred_at are required", ErrInvalid, c.ClickID)
-	}
-	return nil
-}
-
 func first(a, b string) string {
 	if a != "" {
 		return a
@@ -201,7 +193,11 @@ const clickColumns = `click_id, occurred_at, link_id, program_id, affiliate_id, 
 // WriteClicks inserts the clicks whose ids are not stored yet. A click id seen twice in
 // clicks keeps its first occurrence.
 func (w *Writer) WriteClicks(ctx context.Context, clicks []Click) (WriteResult, error) {
-	p, err := w.planClicks(ctx, clicks, nil)
+	recs := make([]clickRecord, len(clicks))
+	for i, c := range clicks {
+		recs[i] = newClickRecord(c)
+	}
+	p, err := w.planClicks(ctx, recs, nil)
 	return write(ctx, p, err)
 }
 
@@ -227,13 +223,14 @@ func (p *clickPlan) apply(ctx context.Context) error {
 }
 
 // planClicks looks up which clicks are stored; those prev inserts count as stored.
-func (w *Writer) planClicks(ctx context.Context, clicks []Click, prev plan) (plan, error) {
+func (w *Writer) planClicks(ctx context.Context, clicks []clickRecord, prev plan) (plan, error) {
 	p := &clickPlan{w: w, written: make(map[string]bool, len(clicks))}
 	ids := make([]string, 0, len(clicks))
-	for _, c := range clicks {
-		if _, ok := p.written[c.ClickID]; !ok {
-			p.written[c.ClickID] = false
-			ids = append(ids, c.ClickID)
+	for i := range clicks {
+		id := clicks[i].field(fClickID)
+		if _, ok := p.written[id]; !ok {
+			p.written[id] = false
+			ids = append(ids, id)
 		}
 	}
 	stored := make(map[string]bool)
@@ -256,12 +253,14 @@ func (w *Writer) planClicks(ctx context.Context, clicks []Click, prev plan) (pla
 		return nil, fmt.Errorf("ingest: look up stored clicks: %w", err)
 	}
 	p.block = w.clickBlock(len(ids) - len(stored))
-	for _, c := range clicks {
-		if stored[c.ClickID] || p.written[c.ClickID] { // later copies in this batch are duplicates
+	for i := range clicks {
+		c := &clicks[i]
+		id := c.field(fClickID)
+		if stored[id] || p.written[id] { // later copies in this batch are duplicates
 			p.res.Duplicates++
 			continue
 		}
-		p.written[c.ClickID] = true
+		p.written[id] = true
 		p.block.add(c)
 		p.res.Written++
 	}
@@ -310,15 +309,15 @@ func (b *clickBlock) reset() *clickBlock {
 	return b
 }
 
-func (b *clickBlock) add(c Click) {
-	b.id, b.at, b.link = append(b.id, c.ClickID), append(b.at, c.OccurredAt.UTC()), append(b.link, c.LinkID)
-	b.program, b.affiliate = append(b.program, c.ProgramID), append(b.affiliate, c.AffiliateID)
-	b.advertiser, b.promotion = append(b.advertiser, c.AdvertiserID), append(b.promotion, c.PromotionID)
-	b.sub1, b.sub2, b.sub3 = append(b.sub1, c.Sub1), append(b.sub2, c.Sub2), append(b.sub3, c.Sub3)
-	b.sub4, b.sub5 = append(b.sub4, c.Sub4), append(b.sub5, c.Sub5)
-	b.ip, b.userAgent, b.referrer = append(b.ip, c.IP), append(b.userAgent, c.UserAgent), append(b.referrer, c.Referrer)
-	b.country, b.bot, b.duplicate = append(b.country, c.Country), append(b.bot, flag(c.IsBot)), append(b.duplicate, flag(c.IsDuplicate))
-	b.partition, b.offset = append(b.partition, c.Partition), append(b.offset, c.Offset)
+func (b *clickBlock) add(c *clickRecord) {
+	b.id, b.at, b.link = append(b.id, c.field(fClickID)), append(b.at, c.at.UTC()), append(b.link, c.field(fLinkID))
+	b.program, b.affiliate = append(b.program, c.field(fProgramID)), append(b.affiliate, c.field(fAffiliateID))
+	b.advertiser, b.promotion = append(b.advertiser, c.field(fAdvertiserID)), append(b.promotion, c.field(fPromotionID))
+	b.sub1, b.sub2, b.sub3 = append(b.sub1, c.field(fSub1)), append(b.sub2, c.field(fSub2)), append(b.sub3, c.field(fSub3))
+	b.sub4, b.sub5 = append(b.sub4, c.field(fSub4)), append(b.sub5, c.field(fSub5))
+	b.ip, b.userAgent, b.referrer = append(b.ip, c.field(fIP)), append(b.userAgent, c.field(fUserAgent)), append(b.referrer, c.field(fReferrer))
+	b.country, b.bot, b.duplicate = append(b.country, c.field(fCountry)), append(b.bot, flag(c.bot)), append(b.duplicate, flag(c.dup))
+	b.partition, b.offset = append(b.partition, c.partition), append(b.offset, c.offset)
 }
 
 // insert sends the block as one INSERT; its columns are in clickColumns order.

@@ -241,11 +241,11 @@ func TestAPlanCountsWhatThePlanBeforeItInsertsAsStored(t *testing.T) {
 	w, q := newWriterDB(t)
 	ctx := context.Background()
 
-	first, err := w.planClicks(ctx, []Click{click("clk_1"), click("clk_2")}, nil)
+	first, err := w.planClicks(ctx, []clickRecord{newClickRecord(click("clk_1")), newClickRecord(click("clk_2"))}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := w.planClicks(ctx, []Click{click("clk_2"), click("clk_3")}, first)
+	second, err := w.planClicks(ctx, []clickRecord{newClickRecord(click("clk_2")), newClickRecord(click("clk_3"))}, first)
 	if err != nil {
 		t.Fatal(err)
 	}
