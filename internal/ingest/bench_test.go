@@ -63,6 +63,7 @@ func BenchmarkIngestThroughput(b *testing.B) {
 	// ClickHouse's background merges make one pass of either side swing by half on two
 	// cores, so the sides alternate for benchRounds and the medians are compared.
 	var rawRates, ingestRates, ratios, rawCPU, ingestCPU, brokerCPU, rawCH, ingestCH, rawBusy, ingestBusy []float64
+	var rawCHMerged, ingestCHMerged, ingestRSS []float64
 	for range b.N * benchRounds {
 		// The baseline: the same rows, already in memory, straight into ClickHouse.
 		raw := openBenchDB(b)
@@ -81,6 +82,7 @@ func BenchmarkIngestThroughput(b *testing.B) {
 		rawRates = append(rawRates, float64(len(clicks))/time.Since(began).Seconds())
 		self, ch, busy := m.stop(len(clicks))
 		rawCPU, rawCH, rawBusy = append(rawCPU, self), append(rawCH, ch), append(rawBusy, busy)
+		rawCHMerged = append(rawCHMerged, m.merged(b, len(clicks)))
 
 		// Ingest: the same clicks on the topic, to queryable rows.
 		e := newEnv(b)
@@ -97,12 +99,15 @@ func BenchmarkIngestThroughput(b *testing.B) {
 			b.Fatalf("the rollup counts %d clicks, want %d", got, len(clicks))
 		}
 		brokerCPU, ingestCH, ingestBusy = append(brokerCPU, self), append(ingestCH, ch), append(ingestBusy, busy)
+		ingestCHMerged = append(ingestCHMerged, m.merged(b, len(clicks)))
+		ingestRSS = append(ingestRSS, ing.peakRSS())
 		ing.stop(b)
 		r := len(rawRates) - 1
 		ratios = append(ratios, ingestRates[r]/rawRates[r])
-		b.Logf("round %d: raw batch insert %.0f rows/s (%.2f µs CPU/row, ClickHouse %.2f µs/row, cores %.0f%% busy); "+
-			"ingest %.0f events/s (%.0f%%), ingester %.2f µs CPU/event, broker %.2f µs/event, ClickHouse %.2f µs/event, cores %.0f%% busy",
-			r+1, rawRates[r], rawCPU[r], rawCH[r], rawBusy[r], ingestRates[r], 100*ratios[r], ingestCPU[r], brokerCPU[r], ingestCH[r], ingestBusy[r])
+		b.Logf("round %d: raw batch insert %.0f rows/s (%.2f µs CPU/row, ClickHouse %.2f µs/row, %.2f with the merges after, cores %.0f%% busy); "+
+			"ingest %.0f events/s (%.0f%%), ingester %.2f µs CPU/event (peak RSS %.0f MiB), broker %.2f µs/event, ClickHouse %.2f µs/event, %.2f with the merges after, cores %.0f%% busy",
+			r+1, rawRates[r], rawCPU[r], rawCH[r], rawCHMerged[r], rawBusy[r], ingestRates[r], 100*ratios[r], ingestCPU[r], ingestRSS[r], brokerCPU[r],
+			ingestCH[r], ingestCHMerged[r], ingestBusy[r])
 	}
 	rawRate, ingestRate := median(rawRates), median(ingestRates)
 	b.ReportMetric(rawRate, "raw-rows/s")
@@ -114,9 +119,9 @@ func BenchmarkIngestThroughput(b *testing.B) {
 	b.ReportMetric(median(rawCH), "raw-clickhouse-cpu-µs/row")
 	b.Logf("%d clicks, median of %d rounds: raw batch insert %.0f rows/s; ingest %.0f events/s from the first fetched message; "+
 		"ingest/raw per round, median %.0f%%; CPU: ingester %.2f µs/event, raw insert %.2f µs/row, broker %.2f µs/event; "+
-		"ClickHouse server: %.2f µs/event for ingest, %.2f µs/row for the raw insert; cores busy: %.0f%% during ingest, %.0f%% during the raw insert (load average %s)",
+		"ClickHouse server: %.2f µs/event for ingest, %.2f µs/row for the raw insert (%.2f and %.2f with the merges they leave); cores busy: %.0f%% during ingest, %.0f%% during the raw insert (load average %s)",
 		len(clicks), len(rawRates), rawRate, ingestRate, 100*median(ratios), median(ingestCPU), median(rawCPU), median(brokerCPU),
-		median(ingestCH), median(rawCH), median(ingestBusy), median(rawBusy), procstat.LoadAverage())
+		median(ingestCH), median(rawCH), median(ingestCHMerged), median(rawCHMerged), median(ingestBusy), median(rawBusy), procstat.LoadAverage())
 }
 
 // quiesce waits until ClickHouse has finished the background merges of the side before, so
@@ -154,6 +159,13 @@ func (m meter) stop(events int) (self, ch, busyPercent float64) {
 		busyPercent = 100 * float64(busy-m.busy) / float64(total-m.total)
 	}
 	return perEvent(procstat.Self()-m.self, events), perEvent(chtest.ServerCPU()-m.ch, events), busyPercent
+}
+
+// merged waits for ClickHouse's merges to finish and returns its CPU µs per event since the
+// meter started: all the work a side caused, where stop has only what fell within it.
+func (m meter) merged(b *testing.B, events int) float64 {
+	quiesce(b)
+	return perEvent(chtest.ServerCPU()-m.ch, events)
 }
 
 // BenchmarkIngestSteady is part of `make bench-ingest`: ingest at its defaults reading a live

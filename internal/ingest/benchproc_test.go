@@ -64,7 +64,7 @@ type benchChild struct {
 	FetchMaxWait  time.Duration
 }
 
-// runBenchChild runs ingest at its defaults until SIGTERM. It prints "received" once the
+// runBenchChild runs ingest at its defaults, as `partnerstream ingest` does, until SIGTERM. It prints "received" once the
 // first message is in a batch: the parent starts its clock and CPU accounting there; and
 // "stored N" once N clicks in all are stored, i.e. queryable (ClickHouse answers an insert
 // once its rows and its materialized views' are written), so that the parent need not poll
@@ -75,6 +75,7 @@ func runBenchChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	conn, err := chstore.Open(ctx, chstore.Config{Addr: cfg.ClickHouse, Database: cfg.Database})
@@ -221,6 +222,11 @@ func (i *benchIngester) out() string {
 func (i *benchIngester) cpu(b *testing.B) time.Duration {
 	b.Helper()
 	return procstat.CPU(i.cmd.Process.Pid)
+}
+
+// peakRSS is the most memory the ingester has held, in MiB.
+func (i *benchIngester) peakRSS() float64 {
+	return float64(procstat.PeakRSS(i.cmd.Process.Pid)) / (1 << 20)
 }
 
 // stop ends the ingester as SIGTERM does in production and waits for it to exit.

@@ -108,3 +108,19 @@ func LoadAverage() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// PeakRSS is the most resident memory process pid has had (VmHWM), zero when it cannot be
+// read.
+func PeakRSS(pid int) uint64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
