@@ -225,11 +225,17 @@ func (p *clickPlan) apply(ctx context.Context) error {
 // planClicks looks up which clicks are stored; those prev inserts count as stored.
 func (w *Writer) planClicks(ctx context.Context, clicks []clickRecord, prev plan) (plan, error) {
 	p := &clickPlan{w: w, written: make(map[string]bool, len(clicks))}
+	// first marks the first copy of each click id in the batch; later ones are duplicates.
+	// The map grows exactly when an id is new: one hash per click instead of a lookup and an
+	// insert, then two lookups and an insert again below (a tenth of ingest's CPU).
+	first := make([]bool, len(clicks))
 	ids := make([]string, 0, len(clicks))
 	for i := range clicks {
 		id := clicks[i].field(fClickID)
-		if _, ok := p.written[id]; !ok {
-			p.written[id] = false
+		n := len(p.written)
+		p.written[id] = true
+		if len(p.written) > n {
+			first[i] = true
 			ids = append(ids, id)
 		}
 	}
@@ -252,15 +258,16 @@ func (w *Writer) planClicks(ctx context.Context, clicks []clickRecord, prev plan
 	if err != nil {
 		return nil, fmt.Errorf("ingest: look up stored clicks: %w", err)
 	}
+	for id := range stored {
+		p.written[id] = false
+	}
 	p.block = w.clickBlock(len(ids) - len(stored))
 	for i := range clicks {
 		c := &clicks[i]
-		id := c.field(fClickID)
-		if stored[id] || p.written[id] { // later copies in this batch are duplicates
+		if !first[i] || len(stored) > 0 && stored[c.field(fClickID)] {
 			p.res.Duplicates++
 			continue
 		}
-		p.written[id] = true
 		p.block.add(c)
 		p.res.Written++
 	}
@@ -604,10 +611,10 @@ func (w *Writer) lookup(ctx context.Context, query string, ids []string, scan fu
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if err := tbl.Append(id); err != nil {
-			return err
-		}
+	// The whole column at once: Table.Append takes a row of values as interfaces, which
+	// allocated one for each id.
+	if _, err := tbl.Block().Columns[0].Append(ids); err != nil {
+		return err
 	}
 	rows, err := w.conn.Query(clickhouse.Context(ctx, clickhouse.WithExternalTable(tbl)), query)
 	w.answered(err)
