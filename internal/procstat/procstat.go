@@ -109,15 +109,19 @@ func LoadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// PeakRSS is the most resident memory process pid has had (VmHWM), zero when it cannot be
-// read.
-func PeakRSS(pid int) uint64 {
+// RSS is the resident memory of process pid now (VmRSS), PeakRSS the most it has had
+// (VmHWM); zero when they cannot be read.
+func RSS(pid int) uint64     { return statusBytes(pid, "VmRSS:") }
+func PeakRSS(pid int) uint64 { return statusBytes(pid, "VmHWM:") }
+
+// statusBytes reads a field in kB of /proc/<pid>/status.
+func statusBytes(pid int, field string) uint64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10
 		}
