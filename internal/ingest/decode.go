@@ -10,9 +10,10 @@ import (
 
 // clickParser decodes click events, the bulk of what ingest reads. Decoding them into
 // events.Click by reflection (encoding/json, then json-iterator) took a third of ingest's
-// CPU, most of it allocating one string per field and collecting them again. fastjson parses
-// into a reusable arena without allocating; the click's strings are then copied into an
-// arena of strings (below).
+// CPU, most of it allocating one string per field and collecting them again. scan reads the
+// clicks the platform writes in one pass over their bytes, and fastjson, which parses into a
+// reusable tree without allocating, the rest; the click's strings are copied into an arena
+// of strings (below).
 //
 // It reads what encoding/json would read into events.Click, except that keys must match
 // exactly (encoding/json also accepts them in another case; the platform never writes them
@@ -49,12 +50,6 @@ const (
 	fCountry
 	clickStringFields
 )
-
-var clickStringKeys = map[string]int{
-	"click_id": fClickID, "link_id": fLinkID, "program_id": fProgramID, "affiliate_id": fAffiliateID,
-	"advertiser_id": fAdvertiserID, "promotion_id": fPromotionID, "sub1": fSub1, "sub2": fSub2, "sub3": fSub3,
-	"sub4": fSub4, "sub5": fSub5, "ip": fIP, "user_agent": fUserAgent, "referrer": fReferrer, "country": fCountry,
-}
 
 // clickRecord is a click as ingest carries it from its fetch to its insert: the string
 // fields are views of one string, which points into the parser's arena. A batch's records
@@ -101,7 +96,24 @@ func (r *clickRecord) valid() error {
 // parse decodes one click event into r. A null value leaves its field empty, as
 // encoding/json does; a value of the wrong type is an error.
 func (cp *clickParser) parse(data []byte, r *clickRecord) error {
+	// A click's strings, unescaped, are never longer than its message: they fit in the arena
+	// without growing it, which would move the bytes earlier clicks' strings point into.
+	if cap(cp.arena)-len(cp.arena) < len(data) {
+		cp.arena = make([]byte, 0, max(arenaSize, len(data)))
+	}
+	start := len(cp.arena)
 	*r = clickRecord{}
+	if cp.scan(data, r, start) {
+		cp.seal(r, start)
+		return nil
+	}
+	cp.arena = cp.arena[:start]
+	*r = clickRecord{}
+	return cp.parseTree(data, r, start)
+}
+
+// parseTree decodes with fastjson what scan does not take, and is what decides the errors.
+func (cp *clickParser) parseTree(data []byte, r *clickRecord, start int) error {
 	v, err := cp.p.ParseBytes(data)
 	if err != nil {
 		return err
@@ -110,28 +122,23 @@ func (cp *clickParser) parse(data []byte, r *clickRecord) error {
 	if err != nil {
 		return err
 	}
-	// A click's strings, unescaped, are never longer than its message: they fit in the arena
-	// without growing it, which would move the bytes earlier clicks' strings point into.
-	if cap(cp.arena)-len(cp.arena) < len(data) {
-		cp.arena = make([]byte, 0, max(arenaSize, len(data)))
-	}
-	start := len(cp.arena)
 	o.Visit(func(key []byte, v *fastjson.Value) {
 		if err != nil || v.Type() == fastjson.TypeNull {
 			return
 		}
-		if i, ok := clickStringKeys[string(key)]; ok {
+		k := clickKey(key)
+		if k >= 0 {
 			s, serr := v.StringBytes()
 			if serr != nil {
 				err = fmt.Errorf("%s: %w", key, serr)
 				return
 			}
-			r.spans[i] = span{uint32(len(cp.arena) - start), uint32(len(cp.arena) - start + len(s))}
+			r.spans[k] = span{uint32(len(cp.arena) - start), uint32(len(cp.arena) - start + len(s))}
 			cp.arena = append(cp.arena, s...)
 			return
 		}
-		switch string(key) {
-		case "occurred_at":
+		switch k {
+		case keyOccurredAt:
 			s, serr := v.StringBytes()
 			if serr == nil {
 				serr = r.at.UnmarshalText(s)
@@ -139,9 +146,9 @@ func (cp *clickParser) parse(data []byte, r *clickRecord) error {
 			if serr != nil {
 				err = fmt.Errorf("occurred_at: %w", serr)
 			}
-		case "is_bot":
+		case keyIsBot:
 			r.bot, err = boolField(key, v)
-		case "is_duplicate":
+		case keyIsDuplicate:
 			r.dup, err = boolField(key, v)
 		}
 	})
@@ -150,10 +157,15 @@ func (cp *clickParser) parse(data []byte, r *clickRecord) error {
 		*r = clickRecord{}
 		return err
 	}
+	cp.seal(r, start)
+	return nil
+}
+
+// seal makes what the click appended to the arena from start on its strings.
+func (cp *clickParser) seal(r *clickRecord, start int) {
 	if n := len(cp.arena) - start; n > 0 {
 		r.strs = unsafe.String(&cp.arena[start], n)
 	}
-	return nil
 }
 
 func boolField(key []byte, v *fastjson.Value) (bool, error) {

@@ -118,7 +118,10 @@ func FuzzClickParser(f *testing.F) {
 	f.Add(full)
 	f.Add([]byte(`{"click_id":"clk_\u00e9","is_bot":null,"x":[{}]}`))
 	f.Add([]byte(`{"occurred_at":"2026-01-02T03:04:05.5-07:00","sub1":"\ud83d\ude00"}`))
+	f.Add([]byte(`{"click_id":"a","click_id":null,"x":true,"is_bot":false,"sub1":"\u0041\n\/","y":"z"}`))
+	f.Add([]byte("{\"click_id\":\"a\tb\",\"ip\":\"\xff\"}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		sameViaScanAndTree(t, data)
 		var p clickParser
 		got, err := p.parseClick(data)
 		want, jerr := viaEncodingJSON(data)
@@ -131,6 +134,31 @@ func FuzzClickParser(f *testing.F) {
 	})
 }
 
+// sameViaScanAndTree: what scan takes, fastjson reads the same.
+func sameViaScanAndTree(t *testing.T, data []byte) {
+	t.Helper()
+	var p clickParser
+	p.arena = make([]byte, 0, len(data))
+	var scanned clickRecord
+	if !p.scan(data, &scanned, 0) {
+		return
+	}
+	p.seal(&scanned, 0)
+	q := clickParser{arena: make([]byte, 0, len(data))}
+	var tree clickRecord
+	if err := q.parseTree(data, &tree, 0); err != nil {
+		t.Fatalf("%q: scanned, but fastjson refuses it: %v", data, err)
+	}
+	for i := range clickStringFields {
+		if scanned.field(i) != tree.field(i) {
+			t.Errorf("%q: field %d scanned as %q, fastjson reads %q", data, i, scanned.field(i), tree.field(i))
+		}
+	}
+	if !scanned.at.Equal(tree.at) || scanned.bot != tree.bot || scanned.dup != tree.dup {
+		t.Errorf("%q: scanned %v %v %v, fastjson reads %v %v %v", data, scanned.at, scanned.bot, scanned.dup, tree.at, tree.bot, tree.dup)
+	}
+}
+
 func comparable(data []byte) bool {
 	if !utf8.Valid(data) || strings.Contains(strings.ToLower(string(data)), `\ud`) {
 		return false
@@ -139,7 +167,8 @@ func comparable(data []byte) bool {
 	if json.Unmarshal(data, &keys) != nil {
 		return false
 	}
-	fields := append([]string{"occurred_at", "is_bot", "is_duplicate", "landing_url"}, keysOf(clickStringKeys)...)
+	fields := []string{"click_id", "occurred_at", "link_id", "program_id", "affiliate_id", "advertiser_id", "promotion_id",
+		"sub1", "sub2", "sub3", "sub4", "sub5", "ip", "user_agent", "referrer", "country", "is_bot", "is_duplicate", "landing_url"}
 	for k := range keys {
 		for _, f := range fields {
 			if k != f && strings.EqualFold(k, f) {
@@ -148,14 +177,6 @@ func comparable(data []byte) bool {
 		}
 	}
 	return true
-}
-
-func keysOf(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // BenchmarkDecodeClick: the parser beside encoding/json decoding the same click in the
