@@ -29,6 +29,7 @@ func newIngestCmd() *cobra.Command {
 	return componentCmd("ingest", "Move clicks and events from Kafka into ClickHouse",
 		[]config.Group{&common, &ch, &kafka, &ing},
 		func(ctx context.Context) error {
+			ingest.TuneGC()
 			p, err := newPlatform(&common, "ingest")
 			if err != nil {
 				return err

@@ -51,52 +51,63 @@ func openBenchDB(b *testing.B) *env {
 func BenchmarkIngestThroughput(b *testing.B) {
 	ctx := context.Background()
 	at := time.Now().UTC().Truncate(time.Second)
-	clicks := make([]Click, benchEvents)
+	clicks := make([]clickRecord, benchEvents)
 	msgs := make([]kafkago.Message, benchEvents)
 	for i := range clicks {
-		clicks[i] = Click{Click: benchClick(i, at), Partition: int32(i % 6), Offset: int64(i / 6)}
-		body, _ := json.Marshal(clicks[i].Click)
-		msgs[i] = kafkago.Message{Key: []byte(clicks[i].ClickID), Value: body}
+		c := benchClick(i, at)
+		clicks[i] = newClickRecord(Click{Click: c, Partition: int32(i % 6), Offset: int64(i / 6)})
+		body, _ := json.Marshal(c)
+		msgs[i] = kafkago.Message{Key: []byte(c.ClickID), Value: body}
 	}
 
 	// ClickHouse's background merges make one pass of either side swing by half on two
 	// cores, so the sides alternate for benchRounds and the medians are compared.
-	var rawRates, ingestRates, ratios, rawCPU, ingestCPU, brokerCPU []float64
+	var rawRates, ingestRates, ratios, rawCPU, ingestCPU, brokerCPU, rawCH, ingestCH, rawBusy, ingestBusy []float64
+	var rawCHMerged, ingestCHMerged, ingestRSS []float64
 	for range b.N * benchRounds {
 		// The baseline: the same rows, already in memory, straight into ClickHouse.
 		raw := openBenchDB(b)
-		began, cpu := time.Now(), procstat.Self()
+		quiesce(b)
+		began, m := time.Now(), startMeter()
 		for off := 0; off < len(clicks); off += DefaultBatchSize {
 			part := clicks[off:min(off+DefaultBatchSize, len(clicks))]
 			block := newClickBlock(len(part))
-			for _, c := range part {
-				block.add(c)
+			for i := range part {
+				block.add(&part[i])
 			}
 			if err := block.insert(ctx, raw.conn, raw.db); err != nil {
 				b.Fatal(err)
 			}
 		}
 		rawRates = append(rawRates, float64(len(clicks))/time.Since(began).Seconds())
-		rawCPU = append(rawCPU, perEvent(procstat.Self()-cpu, len(clicks)))
+		self, ch, busy := m.stop(len(clicks))
+		rawCPU, rawCH, rawBusy = append(rawCPU, self), append(rawCH, ch), append(rawBusy, busy)
+		rawCHMerged = append(rawCHMerged, m.merged(b, len(clicks)))
 
 		// Ingest: the same clicks on the topic, to queryable rows.
 		e := newEnv(b)
 		e.produce(b, kafka.TopicClicks, msgs)
+		quiesce(b)
 		ing := e.startBenchIngester(b)
 		ing.waitReceived(b)
-		first, cpu, ingCPU := time.Now(), procstat.Self(), ing.cpu(b)
-		query := "SELECT sum(clicks) FROM " + e.db + ".clicks_daily"
-		for e.count(b, query) < uint64(len(clicks)) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		first, m, ingCPU := time.Now(), startMeter(), ing.cpu(b)
+		ing.waitStored(b, len(clicks))
 		ingestRates = append(ingestRates, float64(len(clicks))/time.Since(first).Seconds())
 		ingestCPU = append(ingestCPU, perEvent(ing.cpu(b)-ingCPU, len(clicks)))
-		brokerCPU = append(brokerCPU, perEvent(procstat.Self()-cpu, len(clicks)))
+		self, ch, busy = m.stop(len(clicks))
+		if got := e.count(b, "SELECT sum(clicks) FROM "+e.db+".clicks_daily"); got != uint64(len(clicks)) {
+			b.Fatalf("the rollup counts %d clicks, want %d", got, len(clicks))
+		}
+		brokerCPU, ingestCH, ingestBusy = append(brokerCPU, self), append(ingestCH, ch), append(ingestBusy, busy)
+		ingestCHMerged = append(ingestCHMerged, m.merged(b, len(clicks)))
+		ingestRSS = append(ingestRSS, ing.peakRSS())
 		ing.stop(b)
 		r := len(rawRates) - 1
 		ratios = append(ratios, ingestRates[r]/rawRates[r])
-		b.Logf("round %d: raw batch insert %.0f rows/s (%.2f µs CPU/row); ingest %.0f events/s (%.0f%%), ingester %.2f µs CPU/event, broker and polling %.2f µs/event",
-			r+1, rawRates[r], rawCPU[r], ingestRates[r], 100*ratios[r], ingestCPU[r], brokerCPU[r])
+		b.Logf("round %d: raw batch insert %.0f rows/s (%.2f µs CPU/row, ClickHouse %.2f µs/row, %.2f with the merges after, cores %.0f%% busy); "+
+			"ingest %.0f events/s (%.0f%%), ingester %.2f µs CPU/event (peak RSS %.0f MiB), broker %.2f µs/event, ClickHouse %.2f µs/event, %.2f with the merges after, cores %.0f%% busy",
+			r+1, rawRates[r], rawCPU[r], rawCH[r], rawCHMerged[r], rawBusy[r], ingestRates[r], 100*ratios[r], ingestCPU[r], ingestRSS[r], brokerCPU[r],
+			ingestCH[r], ingestCHMerged[r], ingestBusy[r])
 	}
 	rawRate, ingestRate := median(rawRates), median(ingestRates)
 	b.ReportMetric(rawRate, "raw-rows/s")
@@ -104,9 +115,57 @@ func BenchmarkIngestThroughput(b *testing.B) {
 	b.ReportMetric(100*median(ratios), "%-of-raw")
 	b.ReportMetric(median(ingestCPU), "ingest-cpu-µs/event")
 	b.ReportMetric(median(rawCPU), "raw-cpu-µs/row")
+	b.ReportMetric(median(ingestCH), "ingest-clickhouse-cpu-µs/event")
+	b.ReportMetric(median(rawCH), "raw-clickhouse-cpu-µs/row")
 	b.Logf("%d clicks, median of %d rounds: raw batch insert %.0f rows/s; ingest %.0f events/s from the first fetched message; "+
-		"ingest/raw per round, median %.0f%%; CPU: ingester %.2f µs/event, raw insert %.2f µs/row, broker and polling %.2f µs/event",
-		len(clicks), len(rawRates), rawRate, ingestRate, 100*median(ratios), median(ingestCPU), median(rawCPU), median(brokerCPU))
+		"ingest/raw per round, median %.0f%%; CPU: ingester %.2f µs/event, raw insert %.2f µs/row, broker %.2f µs/event; "+
+		"ClickHouse server: %.2f µs/event for ingest, %.2f µs/row for the raw insert (%.2f and %.2f with the merges they leave); cores busy: %.0f%% during ingest, %.0f%% during the raw insert (load average %s)",
+		len(clicks), len(rawRates), rawRate, ingestRate, 100*median(ratios), median(ingestCPU), median(rawCPU), median(brokerCPU),
+		median(ingestCH), median(rawCH), median(ingestCHMerged), median(rawCHMerged), median(ingestBusy), median(rawBusy), procstat.LoadAverage())
+}
+
+// quiesce waits until ClickHouse has finished the background merges of the side before, so
+// that each side's accounting holds its own work (and what its own inserts start).
+func quiesce(b *testing.B) {
+	b.Helper()
+	const window = 250 * time.Millisecond
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		cpu := chtest.ServerCPU()
+		time.Sleep(window)
+		if chtest.ServerCPU()-cpu <= window/20 {
+			return
+		}
+	}
+	b.Log("ClickHouse stayed busy for 20s; measuring anyway")
+}
+
+// meter accounts one side of the throughput benchmark: this process's CPU time, the
+// ClickHouse server's, and how busy all of the machine's cores were (a side that leaves
+// cores idle is stalling, not short of CPU).
+type meter struct {
+	self, ch, busy, total time.Duration
+}
+
+func startMeter() meter {
+	busy, total := procstat.Machine()
+	return meter{self: procstat.Self(), ch: chtest.ServerCPU(), busy: busy, total: total}
+}
+
+// stop returns this process's and ClickHouse's CPU µs per event, and the percentage of the
+// machine's cores that were busy.
+func (m meter) stop(events int) (self, ch, busyPercent float64) {
+	busy, total := procstat.Machine()
+	if total > m.total {
+		busyPercent = 100 * float64(busy-m.busy) / float64(total-m.total)
+	}
+	return perEvent(procstat.Self()-m.self, events), perEvent(chtest.ServerCPU()-m.ch, events), busyPercent
+}
+
+// merged waits for ClickHouse's merges to finish and returns its CPU µs per event since the
+// meter started: all the work a side caused, where stop has only what fell within it.
+func (m meter) merged(b *testing.B, events int) float64 {
+	quiesce(b)
+	return perEvent(chtest.ServerCPU()-m.ch, events)
 }
 
 // BenchmarkIngestSteady is part of `make bench-ingest`: ingest at its defaults reading a live

@@ -19,6 +19,19 @@ func viaEncodingJSON(data []byte) (events.Click, error) {
 	return c, err
 }
 
+// parseClick is the parser's record as an events.Click, to compare with encoding/json's.
+func (cp *clickParser) parseClick(data []byte) (events.Click, error) {
+	var r clickRecord
+	if err := cp.parse(data, &r); err != nil {
+		return events.Click{}, err
+	}
+	return events.Click{ClickID: r.field(fClickID), OccurredAt: r.at, LinkID: r.field(fLinkID), ProgramID: r.field(fProgramID),
+		AffiliateID: r.field(fAffiliateID), AdvertiserID: r.field(fAdvertiserID), PromotionID: r.field(fPromotionID),
+		Sub1: r.field(fSub1), Sub2: r.field(fSub2), Sub3: r.field(fSub3), Sub4: r.field(fSub4), Sub5: r.field(fSub5),
+		IP: r.field(fIP), UserAgent: r.field(fUserAgent), Referrer: r.field(fReferrer), Country: r.field(fCountry),
+		IsBot: r.bot, IsDuplicate: r.dup}, nil
+}
+
 func TestClickParserReadsWhatEncodingJSONReads(t *testing.T) {
 	full, err := json.Marshal(benchClick(3, time.Date(2026, 11, 22, 10, 4, 5, 123456789, time.UTC)))
 	if err != nil {
@@ -47,7 +60,7 @@ func TestClickParserReadsWhatEncodingJSONReads(t *testing.T) {
 				t.Fatalf("encoding/json refuses the case: %v", err)
 			}
 			var p clickParser
-			got, err := p.parse([]byte(tc.json))
+			got, err := p.parseClick([]byte(tc.json))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +87,7 @@ func TestClickParserRefusesWhatEncodingJSONRefuses(t *testing.T) {
 				t.Fatalf("encoding/json accepts %s", data)
 			}
 			var p clickParser
-			if c, err := p.parse([]byte(data)); err == nil {
+			if c, err := p.parseClick([]byte(data)); err == nil {
 				t.Errorf("parsed %s as %+v", data, c)
 			}
 		})
@@ -84,10 +97,10 @@ func TestClickParserRefusesWhatEncodingJSONRefuses(t *testing.T) {
 // A parser reused for many messages keeps nothing of one in the next.
 func TestClickParserReuseLeavesNoTrace(t *testing.T) {
 	var p clickParser
-	if _, err := p.parse([]byte(`{"click_id":"clk_1","sub1":"first","is_bot":true,"occurred_at":"2026-01-01T00:00:00Z"}`)); err != nil {
+	if _, err := p.parseClick([]byte(`{"click_id":"clk_1","sub1":"first","is_bot":true,"occurred_at":"2026-01-01T00:00:00Z"}`)); err != nil {
 		t.Fatal(err)
 	}
-	got, err := p.parse([]byte(`{"click_id":"clk_2"}`))
+	got, err := p.parseClick([]byte(`{"click_id":"clk_2"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +118,12 @@ func FuzzClickParser(f *testing.F) {
 	f.Add(full)
 	f.Add([]byte(`{"click_id":"clk_\u00e9","is_bot":null,"x":[{}]}`))
 	f.Add([]byte(`{"occurred_at":"2026-01-02T03:04:05.5-07:00","sub1":"\ud83d\ude00"}`))
+	f.Add([]byte(`{"click_id":"a","click_id":null,"x":true,"is_bot":false,"sub1":"\u0041\n\/","y":"z"}`))
+	f.Add([]byte("{\"click_id\":\"a\tb\",\"ip\":\"\xff\"}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		sameViaScanAndTree(t, data)
 		var p clickParser
-		got, err := p.parse(data)
+		got, err := p.parseClick(data)
 		want, jerr := viaEncodingJSON(data)
 		if err != nil || jerr != nil || !comparable(data) {
 			return
@@ -118,6 +134,31 @@ func FuzzClickParser(f *testing.F) {
 	})
 }
 
+// sameViaScanAndTree: what scan takes, fastjson reads the same.
+func sameViaScanAndTree(t *testing.T, data []byte) {
+	t.Helper()
+	var p clickParser
+	p.arena = make([]byte, 0, len(data))
+	var scanned clickRecord
+	if !p.scan(data, &scanned, 0) {
+		return
+	}
+	p.seal(&scanned, 0)
+	q := clickParser{arena: make([]byte, 0, len(data))}
+	var tree clickRecord
+	if err := q.parseTree(data, &tree, 0); err != nil {
+		t.Fatalf("%q: scanned, but fastjson refuses it: %v", data, err)
+	}
+	for i := range clickStringFields {
+		if scanned.field(i) != tree.field(i) {
+			t.Errorf("%q: field %d scanned as %q, fastjson reads %q", data, i, scanned.field(i), tree.field(i))
+		}
+	}
+	if !scanned.at.Equal(tree.at) || scanned.bot != tree.bot || scanned.dup != tree.dup {
+		t.Errorf("%q: scanned %v %v %v, fastjson reads %v %v %v", data, scanned.at, scanned.bot, scanned.dup, tree.at, tree.bot, tree.dup)
+	}
+}
+
 func comparable(data []byte) bool {
 	if !utf8.Valid(data) || strings.Contains(strings.ToLower(string(data)), `\ud`) {
 		return false
@@ -126,7 +167,8 @@ func comparable(data []byte) bool {
 	if json.Unmarshal(data, &keys) != nil {
 		return false
 	}
-	fields := append([]string{"occurred_at", "is_bot", "is_duplicate", "landing_url"}, keysOf(clickStringKeys)...)
+	fields := []string{"click_id", "occurred_at", "link_id", "program_id", "affiliate_id", "advertiser_id", "promotion_id",
+		"sub1", "sub2", "sub3", "sub4", "sub5", "ip", "user_agent", "referrer", "country", "is_bot", "is_duplicate", "landing_url"}
 	for k := range keys {
 		for _, f := range fields {
 			if k != f && strings.EqualFold(k, f) {
@@ -135,14 +177,6 @@ func comparable(data []byte) bool {
 		}
 	}
 	return true
-}
-
-func keysOf(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // BenchmarkDecodeClick: the parser beside encoding/json decoding the same click in the
@@ -160,10 +194,38 @@ func BenchmarkDecodeClick(b *testing.B) {
 	b.Run("parser", func(b *testing.B) {
 		b.ReportAllocs()
 		var p clickParser
+		var r clickRecord
 		for range b.N {
-			if _, err := p.parse(body); err != nil {
+			if err := p.parse(body, &r); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// The clicks' strings are views of the parser's arenas: parsing more clicks, over several
+// arenas and with failures in between, must leave the ones parsed before as they were.
+func TestClickParserKeepsEarlierClicks(t *testing.T) {
+	var p clickParser
+	var got []events.Click
+	var want []events.Click
+	at := time.Date(2026, 11, 22, 10, 4, 5, 0, time.UTC)
+	for i := 0; len(want) < 3*arenaSize/250; i++ {
+		if _, err := p.parseClick([]byte(`{"click_id":"clk_bad","is_bot":"yes"}`)); err == nil {
+			t.Fatal("a malformed click parsed")
+		}
+		c := benchClick(i, at)
+		c.LandingURL = "" // statistics do not store it
+		body, _ := json.Marshal(c)
+		parsed, err := p.parseClick(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want = append(got, parsed), append(want, c)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("click %d reads %+v after more were parsed, want %+v", i, got[i], want[i])
+		}
+	}
 }

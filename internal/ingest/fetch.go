@@ -207,19 +207,9 @@ func (f *fetcher[T]) resolve(offset int64) (int64, error) {
 
 // chunk returns an empty slice for a fetch's messages; release gives it back once the
 // batcher has copied them, so that fetches reuse a few slices rather than allocate.
-func (c *consumer[T]) chunk() []item[T] {
-	select {
-	case s := <-c.chunks:
-		return s
-	default:
-		return nil
-	}
-}
+func (c *consumer[T]) chunk() []item[T] { return c.chunks.get() }
 
 func (c *consumer[T]) release(chunk []item[T]) {
 	clear(chunk) // the records' strings must not outlive their batch
-	select {
-	case c.chunks <- chunk[:0]:
-	default:
-	}
+	c.chunks.put(chunk[:0])
 }

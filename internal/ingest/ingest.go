@@ -74,7 +74,7 @@ type Options struct {
 // Service is the ingest component (run.Component "ingest").
 type Service struct {
 	consumers []runner
-	clicks    *consumer[Click] // tests watch it
+	clicks    *consumer[clickRecord] // tests watch it
 	// afterWrite, when set (tests), runs after a batch of that many messages is stored and
 	// before its offsets are committed: the window a crash must survive.
 	afterWrite func(topic string, messages int)
@@ -177,18 +177,17 @@ func (s *Service) check(context.Context) error {
 // is only valid during the call.
 type decoder[T any] func(it *item[T], value []byte)
 
-func newClickDecoder() decoder[Click] {
+func newClickDecoder() decoder[clickRecord] {
 	var p clickParser
-	return func(it *item[Click], value []byte) {
-		c := &it.rec
-		c.Partition, c.Offset = int32(it.partition), it.offset
+	return func(it *item[clickRecord], value []byte) {
+		r := &it.rec
 		it.ok = true
-		var err error
-		if c.Click, err = p.parse(value); err != nil {
+		if err := p.parse(value, r); err != nil {
 			it.invalid = fmt.Errorf("%w: click: %w", ErrInvalid, err)
 			return
 		}
-		it.at, it.invalid = c.OccurredAt, validClick(c.Click)
+		r.partition, r.offset = int32(it.partition), it.offset
+		it.at, it.invalid = r.at, r.valid()
 	}
 }
 
@@ -244,7 +243,8 @@ type consumer[T any] struct {
 	plan    planner[T]
 	log     *slog.Logger
 	lag     *lagTracker
-	chunks  chan []item[T] // reusable slices for fetched messages
+	chunks  reuse[[]item[T]] // slices for fetched messages
+	records reuse[[]T]       // slices for batches' records
 
 	mu       sync.Mutex
 	failure  error // of the last join, fetch or write; nil once one succeeds
@@ -264,7 +264,7 @@ func newConsumer[T any](s *Service, o Options, topic, group, table string,
 	return &consumer[T]{svc: s, topic: topic, group: group, table: table, kafka: o.Kafka, size: o.BatchSize,
 		interval: o.BatchInterval, fetchOptions: fetchOptions{minBytes: o.FetchMinBytes, maxWait: o.FetchMaxWait},
 		decoder: newDecoder, plan: plan, log: o.Log.With("topic", topic, "group", group), lag: newLagTracker(topic, o.Now),
-		chunks: make(chan []item[T], 2*o.Kafka.Partitions+2)}
+		chunks: newReuse[[]item[T]](2*o.Kafka.Partitions + 2), records: newReuse[[]T](2)}
 }
 
 type fetchOptions struct {
@@ -337,7 +337,18 @@ type batch[T any] struct {
 const maxPresized = 16384
 
 func (c *consumer[T]) newBatch() *batch[T] {
-	return &batch[T]{records: make([]T, 0, min(c.size, maxPresized)), last: map[int]position{}}
+	records := c.records.get()
+	if records == nil {
+		records = make([]T, 0, min(c.size, maxPresized))
+	}
+	return &batch[T]{records: records, last: map[int]position{}}
+}
+
+// recycle keeps a stored batch's records slice for a later batch.
+func (c *consumer[T]) recycle(b *batch[T]) {
+	clear(b.records) // its strings must not outlive the batch
+	c.records.put(b.records[:0])
+	b.records = nil
 }
 
 func (c *consumer[T]) add(b *batch[T], it *item[T]) {
@@ -494,6 +505,7 @@ func (c *consumer[T]) store(ctx, wctx context.Context, gen *kafkago.Generation, 
 	flushDuration.WithLabelValues(c.topic).Observe(time.Since(start).Seconds())
 	c.log.Debug("batch stored", "messages", b.messages, "written", res.Written, "duplicates", res.Duplicates,
 		"invalid", b.invalid, "duration", time.Since(start))
+	c.recycle(b)
 	return true
 }
 

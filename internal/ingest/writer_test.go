@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -241,11 +242,11 @@ func TestAPlanCountsWhatThePlanBeforeItInsertsAsStored(t *testing.T) {
 	w, q := newWriterDB(t)
 	ctx := context.Background()
 
-	first, err := w.planClicks(ctx, []Click{click("clk_1"), click("clk_2")}, nil)
+	first, err := w.planClicks(ctx, []clickRecord{newClickRecord(click("clk_1")), newClickRecord(click("clk_2"))}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := w.planClicks(ctx, []Click{click("clk_2"), click("clk_3")}, first)
+	second, err := w.planClicks(ctx, []clickRecord{newClickRecord(click("clk_2")), newClickRecord(click("clk_3"))}, first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,5 +274,38 @@ func TestAPlanCountsWhatThePlanBeforeItInsertsAsStored(t *testing.T) {
 	r := totals(t, q, stats.Day)[0]
 	if r.Clicks != 3 || r.Conversions.Total != 1 || r.Conversions.Approved != 1 || r.Conversions.Pending != 0 || r.Commission != money.SumOf(1000) {
 		t.Errorf("figures %+v, want 3 clicks and one approved conversion (commission 1000)", r)
+	}
+}
+
+// A batch larger than insertChunk goes as several blocks of one INSERT: every click arrives,
+// in order, and ClickHouse stores them as one part per table as it does one block.
+func TestABatchOfSeveralBlocksIsOneInsert(t *testing.T) {
+	t.Parallel()
+	_, db, conn := chtest.Migrated(t)
+	w := NewWriter(conn, db)
+	clicks := make([]Click, 2*insertChunk+3)
+	for i := range clicks {
+		clicks[i] = click(fmt.Sprintf("clk_%06d", i))
+		clicks[i].Offset = int64(i)
+	}
+	res, err := w.WriteClicks(context.Background(), clicks)
+	if err != nil || res != (WriteResult{Written: len(clicks)}) {
+		t.Fatalf("WriteClicks = %+v, %v", res, err)
+	}
+	var n, ordered uint64
+	if err := conn.QueryRow(context.Background(), "SELECT count(), countIf(toInt64(substring(click_id, 5)) = kafka_offset) FROM "+db+".clicks").Scan(&n, &ordered); err != nil {
+		t.Fatal(err)
+	}
+	if n != uint64(len(clicks)) || ordered != n {
+		t.Errorf("%d clicks stored, %d with their own offset; want %d", n, ordered, len(clicks))
+	}
+	for _, table := range []string{"clicks", "click_index", "clicks_daily"} {
+		var parts uint64
+		if err := conn.QueryRow(context.Background(), "SELECT count() FROM system.parts WHERE database = ? AND table = ?", db, table).Scan(&parts); err != nil {
+			t.Fatal(err)
+		}
+		if parts != 1 {
+			t.Errorf("%s has %d parts after one insert, want 1", table, parts)
+		}
 	}
 }

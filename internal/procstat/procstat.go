@@ -71,3 +71,60 @@ func stat(pid int) []string {
 	s := string(raw)
 	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 }
+
+// Machine is the CPU time all of this machine's cores have been busy (everything but idle and
+// I/O wait) and the time they existed, from /proc/stat: across an interval, busy/total is how
+// saturated the machine was, which tells a pipeline that stalls from one short of cores.
+func Machine() (busy, total time.Duration) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	fields := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, 0
+	}
+	const clockTicks = 100 // USER_HZ on Linux
+	var ticks [8]int64
+	for i := range ticks {
+		ticks[i], _ = strconv.ParseInt(fields[i+1], 10, 64)
+	}
+	idle := ticks[3] + ticks[4]
+	var all int64
+	for _, t := range ticks {
+		all += t
+	}
+	return time.Duration(all-idle) * time.Second / clockTicks, time.Duration(all) * time.Second / clockTicks
+}
+
+// LoadAverage is the machine's 1, 5 and 15 minute load averages, for benchmarks to show how
+// busy the machine was beside their figures.
+func LoadAverage() string {
+	raw, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// RSS is the resident memory of process pid now (VmRSS), PeakRSS the most it has had
+// (VmHWM); zero when they cannot be read.
+func RSS(pid int) uint64     { return statusBytes(pid, "VmRSS:") }
+func PeakRSS(pid int) uint64 { return statusBytes(pid, "VmHWM:") }
+
+// statusBytes reads a field in kB of /proc/<pid>/status.
+func statusBytes(pid int, field string) uint64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

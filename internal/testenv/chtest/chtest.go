@@ -4,10 +4,14 @@ package chtest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/partnerstream/partnerstream/internal/procstat"
 	"github.com/partnerstream/partnerstream/internal/store/chstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 )
@@ -27,4 +31,18 @@ func Migrated(t testing.TB) (addr, db string, conn driver.Conn) {
 		t.Fatalf("chtest: migrate: %v", err)
 	}
 	return addr, db, conn
+}
+
+// ServerCPU is the CPU time used so far by the ClickHouse server that hack/test.sh started
+// under the worktree's .local (for a package directory two levels below the root), zero when
+// the tests use a server elsewhere.
+func ServerCPU() time.Duration {
+	local := os.Getenv("PARTNERSTREAM_LOCAL_DIR")
+	if local == "" {
+		local = filepath.Join("..", "..", ".local")
+	}
+	if pid, ok := procstat.PIDFile(filepath.Join(local, "clickhouse", "server.pid")); ok {
+		return procstat.CPU(pid)
+	}
+	return 0
 }
