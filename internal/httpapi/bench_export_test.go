@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -157,7 +156,7 @@ func measure(fn func()) measurement {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	heap0, rss0 := ms.HeapInuse, rss()
+	heap0, rss0 := ms.HeapInuse, procstat.RSS(os.Getpid())
 	peakHeap, peakRSS := heap0, rss0
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -171,7 +170,7 @@ func measure(fn func()) measurement {
 			case <-tick.C:
 			}
 			runtime.ReadMemStats(&ms)
-			peakHeap, peakRSS = max(peakHeap, ms.HeapInuse), max(peakRSS, rss())
+			peakHeap, peakRSS = max(peakHeap, ms.HeapInuse), max(peakRSS, procstat.RSS(os.Getpid()))
 		}
 	})
 	start := time.Now()
@@ -188,19 +187,4 @@ func cpuOf(fn func()) time.Duration {
 	before := procstat.Self()
 	fn()
 	return procstat.Self() - before
-}
-
-// rss is the process's resident set size, in bytes.
-func rss() uint64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

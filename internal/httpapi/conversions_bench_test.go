@@ -12,6 +12,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/procstat"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 // Sizes of `make bench-conversions`: conversions per side and round, rounds, and clients.
@@ -55,12 +56,12 @@ func BenchmarkRegisterConversion(b *testing.B) {
 	for round := range b.N * benchRounds {
 		for _, side := range sides {
 			clicks := side.click(benchConversions)
-			self0, pg0, ch0 := procstat.Self(), postgresCPU(), clickHouseCPU()
+			self0, pg0, ch0 := procstat.Self(), postgresCPU(), chtest.ServerCPU()
 			began := time.Now()
 			f.registerAll(b, base, clicks)
 			elapsed := time.Since(began)
 			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(len(clicks)) }
-			self, pg, ch := per(procstat.Self()-self0), per(postgresCPU()-pg0), per(clickHouseCPU()-ch0)
+			self, pg, ch := per(procstat.Self()-self0), per(postgresCPU()-pg0), per(chtest.ServerCPU()-ch0)
 			rates[side.name] = append(rates[side.name], float64(len(clicks))/elapsed.Seconds())
 			cpu[side.name] = append(cpu[side.name], self+pg+ch)
 			b.Logf("round %d, %s click ids: %.0f conversions/s; CPU µs per conversion %.0f (clients and api %.0f, Postgres %.0f, ClickHouse %.0f)",
@@ -123,21 +124,11 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// The stores hack/test.sh started under the worktree's .local; their CPU reads zero when the
-// tests use stores elsewhere.
-var local = filepath.Join("..", "..", ".local")
-
-func clickHouseCPU() time.Duration {
-	if pid, ok := procstat.PIDFile(filepath.Join(local, "clickhouse", "server.pid")); ok {
-		return procstat.CPU(pid)
-	}
-	return 0
-}
-
-// postgresCPU sums the postmaster and its backends (which live as long as the pool's
-// connections).
+// postgresCPU sums the CPU of the postmaster that hack/test.sh started under the worktree's
+// .local and of its backends (which live as long as the pool's connections); zero when the
+// tests use a server elsewhere.
 func postgresCPU() time.Duration {
-	if pid, ok := procstat.PIDFile(filepath.Join(local, "postgres", "data", "postmaster.pid")); ok {
+	if pid, ok := procstat.PIDFile(filepath.Join("..", "..", ".local", "postgres", "data", "postmaster.pid")); ok {
 		return procstat.TreeCPU(pid)
 	}
 	return 0
