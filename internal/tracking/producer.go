@@ -122,17 +122,27 @@ func (p *producer) produceOnce(items []item, now time.Time) error {
 	return nil
 }
 
-// partition returns the partition of the next request, reading the topic's partition count
-// when it is not known or old.
+// partition returns the partition of the next request.
 func (p *producer) partition(ctx context.Context, now time.Time) (int, error) {
-	p.mu.Lock()
-	n := p.partitions
-	if n > 0 && now.Sub(p.read) < partitionsTTL {
-		defer p.mu.Unlock()
-		p.next = (p.next + 1) % n
-		return p.next, nil
+	n, err := p.partitionCount(ctx, now)
+	if err != nil {
+		return 0, err
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next = (p.next + 1) % n
+	return p.next, nil
+}
+
+// partitionCount returns the topic's partition count, read again when it is not known or
+// old.
+func (p *producer) partitionCount(ctx context.Context, now time.Time) (int, error) {
+	p.mu.Lock()
+	n, read := p.partitions, p.read
 	p.mu.Unlock()
+	if n > 0 && now.Sub(read) < partitionsTTL {
+		return n, nil
+	}
 	md, err := p.client.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{p.topic}})
 	if err != nil {
 		return 0, fmt.Errorf("kafka: read the partitions of %s: %w", p.topic, err)
@@ -150,10 +160,9 @@ func (p *producer) partition(ctx context.Context, now time.Time) (int, error) {
 		return 0, fmt.Errorf("kafka: read the partitions of %s: %w", p.topic, kafkago.UnknownTopicOrPartition)
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.partitions, p.read = n, now
-	p.next = (p.next + 1) % n
-	return p.next, nil
+	p.mu.Unlock()
+	return n, nil
 }
 
 func (p *producer) forgetPartitions() {

@@ -196,25 +196,22 @@ func releaseAll(items []item) {
 }
 
 // kafkaWrite is one click message's write to Kafka, whose outcome the producer reports
-// (Recorder.submit): err is set before its group's done closes.
+// (Recorder.submit): err is set before done closes. The writes handed to the producer
+// together learn their outcomes at the same moment, so they share done: a channel per click
+// cost the async workers an allocation and a wait each.
 type kafkaWrite struct {
-	id    string
-	group *writeGroup
-	err   error
+	id   string
+	done <-chan struct{}
+	err  error
 }
 
-// writeGroup is the writes handed to the producer together. Their outcomes are known at the
-// same moment, so they share one channel: a channel per click cost the async workers an
-// allocation and a wait each.
-type writeGroup struct{ done chan struct{} }
-
 // wait blocks until the write's outcome is known.
-func (d *kafkaWrite) wait() { <-d.group.done }
+func (d *kafkaWrite) wait() { <-d.done }
 
 // finished reports whether the write's outcome is known.
 func (d *kafkaWrite) finished() bool {
 	select {
-	case <-d.group.done:
+	case <-d.done:
 		return true
 	default:
 		return false
@@ -358,7 +355,7 @@ func (r *Recorder) deliver(items []item, deadline time.Time, errs []error) error
 	ds := r.submit(items)
 	wait := time.NewTimer(time.Until(deadline))
 	select {
-	case <-ds[0].group.done:
+	case <-ds[0].done:
 	case <-wait.C:
 	}
 	wait.Stop()
@@ -412,21 +409,21 @@ func fill(errs []error, err error) error {
 	return err
 }
 
-// submit hands the items to the producer, as one writeGroup, and returns their writes,
+// submit hands the items to the producer as one group and returns their writes,
 // whose outcomes the producer reports when it knows them.
 func (r *Recorder) submit(items []item) []*kafkaWrite {
-	g := &writeGroup{done: make(chan struct{})}
+	done := make(chan struct{})
 	writes := make([]kafkaWrite, len(items))
 	ds := make([]*kafkaWrite, len(items))
 	for i, it := range items {
-		writes[i] = kafkaWrite{id: it.id, group: g}
+		writes[i] = kafkaWrite{id: it.id, done: done}
 		ds[i] = &writes[i]
 	}
 	r.p.start(items, func(written int, err error) {
 		for _, d := range ds[written:] {
 			d.err = err
 		}
-		close(g.done)
+		close(done)
 	})
 	return ds
 }
