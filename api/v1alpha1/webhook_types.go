@@ -31,10 +31,13 @@ type WebhookSpec struct {
 	CompanyID string `json:"companyID"`
 
 	// URL receives the deliveries. It must be https://; http:// is accepted only for a
-	// loopback host (localhost, 127.0.0.1, [::1]) for local development.
+	// loopback host (localhost, 127.0.0.1, [::1]) for local development. It carries no
+	// credentials (user:password@): deliveries are signed, and a URL is shown to whoever
+	// can read the subscription.
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getHostname() != ''",message="url must be an absolute URL with a host"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('[[:space:][:cntrl:]]')",message="url must not contain spaces or control characters (percent-encode them)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^:/?#]+://[^/?#]*@')",message="url must not contain credentials (user:password@); deliveries are signed instead"
 	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getPort() == '' || (url(self).getPort().size() <= 5 && int(url(self).getPort()) >= 1 && int(url(self).getPort()) <= 65535)",message="url must have a port from 1 to 65535"
 	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() == '' || url(self).getScheme() == 'https' || (url(self).getScheme() == 'http' && url(self).getHostname() in ['localhost', '127.0.0.1', '::1'])",message="url must use https:// (http:// is allowed only for localhost, 127.0.0.1 and [::1])"
 	URL string `json:"url"`

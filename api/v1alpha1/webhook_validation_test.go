@@ -56,6 +56,7 @@ func TestTheAPIServerValidatesWebhooks(t *testing.T) {
 		{"http to localhost is accepted for development", func(w *v1alpha1.Webhook) { w.Spec.URL = "http://localhost:8080/hook" }, ""},
 		{"http to 127.0.0.1 is accepted", func(w *v1alpha1.Webhook) { w.Spec.URL = "http://127.0.0.1:9/x" }, ""},
 		{"http to [::1] is accepted", func(w *v1alpha1.Webhook) { w.Spec.URL = "http://[::1]:9/x" }, ""},
+		{"an @ in the path or query is no credential", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://receiver.example/a@b?to=x@y" }, ""},
 		{"http to a public host is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "http://receiver.example/hooks" },
 			"url must use https:// (http:// is allowed only for localhost, 127.0.0.1 and [::1])"},
 		{"http to a host that starts like localhost is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "http://localhost.evil.example/" },
@@ -66,6 +67,8 @@ func TestTheAPIServerValidatesWebhooks(t *testing.T) {
 		{"port 0 is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://receiver.example:0/x" }, "url must have a port from 1 to 65535"},
 		{"port 65535 is accepted", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://receiver.example:65535/x" }, ""},
 		{"a raw space is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://receiver.example/a b" }, "url must not contain spaces or control characters"},
+		{"credentials are refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://user:pw@receiver.example/" }, "url must not contain credentials"},
+		{"a user name alone is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://token@receiver.example/hooks" }, "url must not contain credentials"},
 		{"a tab is refused", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://receiver.example/a\tb" }, "url must not contain spaces or control characters"},
 		{"a percent-encoded space is accepted", func(w *v1alpha1.Webhook) { w.Spec.URL = "https://receiver.example/a%20b" }, ""},
 		{"a URL longer than 2048 characters is refused", func(w *v1alpha1.Webhook) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/programs"
@@ -302,7 +303,7 @@ func build(id, advertiserID string, in NewConversion, won touch, t terms, r rule
 	}
 	if won.kind == AttributionClick {
 		k := won.click
-		c.LinkID, c.ClickID, c.PromotionID, c.Sub1, c.ClickedAt = k.LinkID, k.ID, k.PromotionID, sanitize(k.Sub1), k.OccurredAt
+		c.LinkID, c.ClickID, c.PromotionID, c.Sub1, c.ClickedAt = k.LinkID, k.ID, k.PromotionID, freetext.Clean(k.Sub1), k.OccurredAt
 	}
 	c.Commission = Commission{
 		ID: ids.New(ids.Commission), ConversionID: c.ID, ProgramID: c.ProgramID, AdvertiserID: advertiserID, AffiliateID: c.AffiliateID,

@@ -27,9 +27,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/partnerstream/partnerstream/internal/clickid"
+	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/rates"
+	"github.com/partnerstream/partnerstream/internal/timebound"
 )
 
 // Conversion types.
@@ -52,6 +54,9 @@ const (
 	SourceAPI      = "api"
 	SourcePostback = "postback"
 )
+
+// MaxExternalID is the longest external id (the advertiser's order id), in characters.
+const MaxExternalID = 255
 
 // MaxMetadata is the largest metadata object accepted, in bytes of JSON.
 const MaxMetadata = 16 << 10
@@ -334,12 +339,14 @@ func (s *Service) validate(in *NewConversion, now time.Time) error {
 		return invalid("click_id", "is required unless the conversion has a coupon_code or a customer_id")
 	case in.ClickID != "" && !ids.Valid(ids.Click, in.ClickID) && !clickid.Signed(in.ClickID):
 		return invalid("click_id", "must be the click id (clk_...) passed to the landing page")
-	case in.ExternalID == "" || utf8.RuneCountInString(in.ExternalID) > 255 || !storable(in.ExternalID):
-		return invalid("external_id", "must be 1 to 255 characters of UTF-8 text")
+	case in.ExternalID == "":
+		return invalid("external_id", "is required: the order id, unique per program")
+	case freetext.Check(in.ExternalID, 1, MaxExternalID, false) != "":
+		return invalid("external_id", "%s", freetext.Check(in.ExternalID, 1, MaxExternalID, false))
 	case in.CouponCode != "" && !couponPattern.MatchString(in.CouponCode):
 		return invalid("coupon_code", "must be 1 to 64 letters, digits, '_' or '-'")
-	case in.CustomerID != "" && (utf8.RuneCountInString(in.CustomerID) > MaxCustomerID || !storable(in.CustomerID)):
-		return invalid("customer_id", "must be 1 to %d characters of UTF-8 text", MaxCustomerID)
+	case in.CustomerID != "" && freetext.Check(in.CustomerID, 1, MaxCustomerID, false) != "":
+		return invalid("customer_id", "%s", freetext.Check(in.CustomerID, 1, MaxCustomerID, false))
 	case in.ProgramID != "" && !ids.Valid(ids.Program, in.ProgramID):
 		return invalid("program_id", "must be a program id (prg_...)")
 	}
@@ -359,8 +366,13 @@ func (s *Service) validate(in *NewConversion, now time.Time) error {
 		in.OccurredAt = now
 	}
 	in.OccurredAt = in.OccurredAt.UTC()
-	if in.OccurredAt.After(now.Add(s.skew)) {
+	switch {
+	case in.OccurredAt.After(now.Add(s.skew)):
 		return invalid("occurred_at", "is in the future")
+	case !timebound.Contains(in.OccurredAt):
+		// A coupon or customer conversion has no click to bound it: without this floor a time
+		// before 1970 would wrap around in the statistics store and land on another day.
+		return invalid("occurred_at", "%s", timebound.Message)
 	}
 	if len(in.Metadata) == 0 {
 		in.Metadata = json.RawMessage(`{}`)
@@ -423,14 +435,6 @@ func (s *Service) exchange(ctx context.Context, advertiserID string, amount int6
 		return nil, invalid("amount", "is too large once converted to %s", t.currency)
 	}
 	return &Exchange{OriginalAmount: amount, OriginalCurrency: currency, Rate: r.Rate, RateDate: r.Day, ConvertedAmount: converted}, nil
-}
-
-// storable reports whether Postgres takes s as text: UTF-8 without NUL.
-func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
-
-// sanitize makes text that came from elsewhere (the click's query string) storable.
-func sanitize(s string) string {
-	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
 }
 
 // querier is a pool or a transaction.

@@ -3,8 +3,10 @@ package conversions
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -14,6 +16,8 @@ func FuzzValidate(f *testing.F) {
 	f.Add("clk_01m814cmepq0a8s4ngqz6yb5bd", "order-1", "sale", "42.50", "EUR", int64(0), []byte(`{"a":1}`))
 	f.Add("clk_", "", "refund", "-1", "eur", int64(1<<62), []byte(`[]`))
 	f.Add("cnv_01m814cmepq0a8s4ngqz6yb5bd", "x\x00y", "", "", "", int64(-1), []byte(`null`))
+	f.Add("clk_01m814cmepq0a8s4ngqz6yb5bd", "order\r\n1", "sale", "1", "EUR", int64(-1), []byte(`{}`))
+	f.Add("clk_01m814cmepq0a8s4ngqz6yb5bd", "order-2", "sale", "1", "EUR", int64(-2208988800), []byte(`{}`))
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s := New(nil, nil, Options{Now: func() time.Time { return now }})
 	f.Fuzz(func(t *testing.T, clickID, externalID, typ, amount, currency string, occurredUnix int64, metadata []byte) {
@@ -25,11 +29,12 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		switch {
-		case in.ExternalID == "" || utf8.RuneCountInString(in.ExternalID) > 255 || !storable(in.ExternalID):
+		case in.ExternalID == "" || utf8.RuneCountInString(in.ExternalID) > 255 || !utf8.ValidString(in.ExternalID) ||
+			strings.IndexFunc(in.ExternalID, unicode.IsControl) >= 0:
 			t.Fatalf("accepted external_id %q", in.ExternalID)
 		case !slices.Contains(Types, in.Type):
 			t.Fatalf("accepted type %q", in.Type)
-		case in.OccurredAt.IsZero() || in.OccurredAt.Location() != time.UTC || in.OccurredAt.After(now.Add(s.skew)):
+		case in.OccurredAt.Year() < 2000 || in.OccurredAt.Location() != time.UTC || in.OccurredAt.After(now.Add(s.skew)):
 			t.Fatalf("accepted occurred_at %v", in.OccurredAt)
 		case in.Amount == "" || in.Source == "":
 			t.Fatalf("left defaults unset: %+v", in)

@@ -254,6 +254,16 @@ func TestBadInputIsInvalidNeverAServerError(t *testing.T) {
 		{"a coupon code over 64 characters", func(n *conversions.NewConversion) { n.CouponCode = strings.Repeat("C", 65) }, "coupon_code"},
 		{"a customer id over 128 characters", func(n *conversions.NewConversion) { n.CustomerID = strings.Repeat("c", 129) }, "customer_id"},
 		{"a customer id with a NUL", func(n *conversions.NewConversion) { n.CustomerID = "c\x00" }, "customer_id"},
+		{"an external id with CR/LF", func(n *conversions.NewConversion) { n.ExternalID = "o-1\r\nforged" }, "external_id"},
+		{"an external id with a tab", func(n *conversions.NewConversion) { n.ExternalID = "o\t1" }, "external_id"},
+		{"an external id with an escape sequence", func(n *conversions.NewConversion) { n.ExternalID = "o-1\x1b[31m" }, "external_id"},
+		{"a customer id with CR/LF", func(n *conversions.NewConversion) { n.CustomerID = "cus\r\n1" }, "customer_id"},
+		{"occurred_at a second before 1970 (a coupon has no click to bound it)", func(n *conversions.NewConversion) {
+			n.ClickID, n.CouponCode, n.OccurredAt = "", "SPRING", time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC)
+		}, "occurred_at"},
+		{"occurred_at in 1900 (a customer has no click to bound it)", func(n *conversions.NewConversion) {
+			n.ClickID, n.CustomerID, n.OccurredAt = "", "cus-1", time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+		}, "occurred_at"},
 		{"a program id that is not one", func(n *conversions.NewConversion) { n.ProgramID = "p-1" }, "program_id"},
 		{"a reason over 500 characters", nil, "reason"},
 	}

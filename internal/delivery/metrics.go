@@ -1,8 +1,6 @@
 package delivery
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/partnerstream/partnerstream/internal/metrics"
 )
 
@@ -29,45 +27,15 @@ const (
 // The collectors are package variables so that several Services in one process (tests,
 // `partnerstream dev`) report into the same series.
 var (
-	deliveriesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "delivery_attempts_total",
-		Help: "Delivery attempts by kind (webhook, postback) and outcome: succeeded, failed (the delivery ends failed), retried (a retry is scheduled).",
-	}, []string{"kind", "outcome"})
-	failuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "delivery_failures_total",
-		Help: "Failed delivery attempts by kind and reason (timeout, connect, ssrf, redirect, status_4xx, status_5xx, gone, no_target, other).",
-	}, []string{"kind", "reason"})
-	attemptDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: metrics.Namespace, Name: "delivery_attempt_duration_seconds",
-		Help:    "Time of one delivery attempt (connect, send, response), by kind.",
-		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15},
-	}, []string{"kind"})
-	recordedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "delivery_recorded_total",
-		Help: "Deliveries recorded from consumed events, by kind (an event consumed again records nothing).",
-	}, []string{"kind"})
-	eventsConsumed = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "delivery_events_consumed_total",
-		Help: "Domain events the deliver component consumed from Kafka (invalid ones included).",
-	})
-	pendingGauge = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Name: "delivery_pending",
-		Help: "Deliveries waiting for an attempt (due now or scheduled), in the whole database.",
-	})
-	retriesGauge = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Name: "delivery_retries_scheduled",
-		Help: "Pending deliveries that already had an attempt: retries waiting for their time.",
-	})
-	oldestPendingAge = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Name: "delivery_oldest_pending_age_seconds",
-		Help: "How long the most overdue delivery has been due (0 when none is overdue): the delivery backlog.",
-	})
+	deliveriesTotal  = metrics.NewCounterVec("delivery_attempts_total", "Delivery attempts by kind (webhook, postback) and outcome: succeeded, failed (the delivery ends failed), retried (a retry is scheduled).", "kind", "outcome")
+	failuresTotal    = metrics.NewCounterVec("delivery_failures_total", "Failed delivery attempts by kind and reason (timeout, connect, ssrf, redirect, status_4xx, status_5xx, gone, no_target, other).", "kind", "reason")
+	attemptDuration  = metrics.NewHistogramVec("delivery_attempt_duration_seconds", "Time of one delivery attempt (connect, send, response), by kind.", []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15}, "kind")
+	recordedTotal    = metrics.NewCounterVec("delivery_recorded_total", "Deliveries recorded from consumed events, by kind (an event consumed again records nothing).", "kind")
+	eventsConsumed   = metrics.NewCounter("delivery_events_consumed_total", "Domain events the deliver component consumed from Kafka (invalid ones included).")
+	pendingGauge     = metrics.NewGauge("delivery_pending", "Deliveries waiting for an attempt (due now or scheduled), in the whole database.")
+	retriesGauge     = metrics.NewGauge("delivery_retries_scheduled", "Pending deliveries that already had an attempt: retries waiting for their time.")
+	oldestPendingAge = metrics.NewGauge("delivery_oldest_pending_age_seconds", "How long the most overdue delivery has been due (0 when none is overdue): the delivery backlog.")
 )
-
-func init() {
-	metrics.MustRegister(deliveriesTotal, failuresTotal, attemptDuration, recordedTotal, eventsConsumed,
-		pendingGauge, retriesGauge, oldestPendingAge)
-}
 
 // presetMetrics makes every labelled series of the deliver component exist at zero, so the
 // dashboard and the alerts read 0 rather than no data before the first attempt. The api

@@ -159,6 +159,12 @@ func TestRegisteringConversionsOverHTTP(t *testing.T) {
 		{"a bad occurred_at is invalid", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "occurred_at": "yesterday"}`, clk), 400, "validation_failed"},
 		{"three decimals in EUR are invalid", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "amount": "1.005"}`, f.click(t)), 400, "validation_failed"},
 		{"a malformed click id is invalid", adv, `{"click_id": "clk_123", "external_id": "x"}`, 400, "validation_failed"},
+		{"occurred_at at the zero time is refused, not taken as now", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "occurred_at": "0001-01-01T00:00:00Z"}`, clk), 400, "validation_failed"},
+		{"occurred_at a second before 1970 is refused", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "occurred_at": "1969-12-31T23:59:59Z"}`, clk), 400, "validation_failed"},
+		{"an external id with CR/LF is refused", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "o\r\nX-Forged: 1"}`, clk), 400, "validation_failed"},
+		{"an external id with an escape is refused", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "o\u001b[2J"}`, clk), 400, "validation_failed"},
+		{"a customer id with CR/LF is refused", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "customer_id": "c\r\n1"}`, clk), 400, "validation_failed"},
+		{"a repeated key is refused: the last one would win", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "A", "external_id": "B", "amount": "1.00", "amount": "2.00"}`, clk), 400, "invalid_json"},
 		{"a click from before the conversion's window is expired", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "occurred_at": %q}`,
 			f.clicks(t, f.program, time.Now().Add(-40*24*time.Hour), 1)[0], time.Now().UTC().Format(time.RFC3339)), 422, "click_expired"},
 		{"another currency without a rate is refused", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "currency": "USD"}`, f.click(t)), 422, "no_exchange_rate"},
@@ -609,10 +615,13 @@ func TestThePostbackURL(t *testing.T) {
 		status int
 		code   string
 	}{
-		"no token":             {"/postback?click_id=" + clk + "&external_id=x", 401, "invalid_postback_token"},
-		"a wrong token":        {"/postback?token=" + token[:len(token)-4] + "ffff&click_id=" + clk + "&external_id=x", 401, "invalid_postback_token"},
-		"a malformed click id": {"/postback?token=" + token + "&click_id=" + ids.New(ids.Click)[:10] + "&external_id=x", 400, "validation_failed"},
-		"bad occurred_at":      {"/postback?token=" + token + "&click_id=" + clk + "&external_id=x&occurred_at=now", 400, "validation_failed"},
+		"no token":                  {"/postback?click_id=" + clk + "&external_id=x", 401, "invalid_postback_token"},
+		"a wrong token":             {"/postback?token=" + token[:len(token)-4] + "ffff&click_id=" + clk + "&external_id=x", 401, "invalid_postback_token"},
+		"a malformed click id":      {"/postback?token=" + token + "&click_id=" + ids.New(ids.Click)[:10] + "&external_id=x", 400, "validation_failed"},
+		"bad occurred_at":           {"/postback?token=" + token + "&click_id=" + clk + "&external_id=x&occurred_at=now", 400, "validation_failed"},
+		"occurred_at in 1900":       {"/postback?token=" + token + "&click_id=" + clk + "&external_id=x&occurred_at=1900-01-01T00:00:00Z", 400, "validation_failed"},
+		"an external id with a tab": {"/postback?token=" + token + "&click_id=" + clk + "&external_id=o%091", 400, "validation_failed"},
+		"a customer id with CR/LF":  {"/postback?token=" + token + "&click_id=" + clk + "&external_id=x&customer_id=c%0D%0A1", 400, "validation_failed"},
 	} {
 		if r := f.do(t, "GET", c.url, nil, ""); r.status != c.status || r.body["code"] != c.code {
 			t.Errorf("%s: %d %s, want %d %s", name, r.status, r.raw, c.status, c.code)

@@ -210,7 +210,7 @@ func TestWebhookDeliveryHistoryIsTheCompanysOnlyWithFiltersAndPages(t *testing.T
 		{"another company's webhook is not found", f.aff, "", 404, "not_found", ""},
 		{"an unknown status", f.adv, "?status=lost", 400, "validation_failed", "status: must be one of pending, succeeded, failed"},
 		{"an unknown event type", f.adv, "?event_type=click", 400, "validation_failed", "event_type: must be one of"},
-		{"a malformed time", f.adv, "?from=yesterday", 400, "validation_failed", "from: must be an RFC 3339 time or a date"},
+		{"a malformed time", f.adv, "?from=yesterday", 400, "validation_failed", "from: must be an RFC 3339 time (2026-03-14T15:09:26Z) or a date (2026-03-14)"},
 		{"an empty range", f.adv, "?from=2026-03-02&to=2026-03-01", 400, "validation_failed", "to: must be after from"},
 		{"an API key", f.advKey, "", 401, "api_key_not_allowed", ""},
 	}

@@ -216,7 +216,7 @@ func TestTheStatsExportTakesEveryGrouping(t *testing.T) {
 	if recs := csvOf(t, f.do(t, "GET", "/api/partner-api/stats.csv?group_by=program&from="+day, map[string]string{"x-api-key": f.aff}, "")); len(recs) != 2 || recs[1][0] != f.program {
 		t.Errorf("the affiliate's programs: %q", recs)
 	}
-	for _, q := range []string{"group_by=week", "from=2026-13-01", "currency=eur"} {
+	for _, q := range []string{"group_by=week", "from=2026-13-01", "currency=eur", "from=9999-12-01&to=9999-12-31", "from=1969-12-31&to=1970-01-31"} {
 		if r := f.do(t, "GET", "/api/v1/stats.csv?"+q, adv, ""); r.status != 400 || r.body["code"] != "validation_failed" {
 			t.Errorf("%s: %d %s, want a 400 problem", q, r.status, r.raw)
 		}

@@ -117,6 +117,8 @@ func FuzzDecodeJSON(f *testing.F) {
 		{`{"name":"\ud800"}`, "application/json"}, {`null`, "application/json"},
 		{`[]`, "application/json"}, {`"x"`, "application/json"}, {`{"commission":5}`, "application/json"},
 		{`{"commission":{"percent":"5"}}`, "application/json"}, {`{"events":{}}`, "application/json"},
+		{`{"name":"A","name":"B"}`, "application/json"}, {`{"metadata":{"k":[{"x":1,"x":2}]}}`, "application/json"},
+		{`{"name":"a","NAME":"b"}`, "application/json"},
 	} {
 		f.Add([]byte(seed.body), seed.ct)
 	}
@@ -128,12 +130,61 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 		answer := s.do(t, req, http.StatusOK, http.StatusBadRequest, http.StatusUnsupportedMediaType, http.StatusRequestEntityTooLarge)
 		var p struct{ Status int }
+		if json.Unmarshal(answer, &p) == nil && p.Status == 0 && keysLost(body) {
+			t.Fatalf("body %s has a repeated key and was accepted", body)
+		}
 		if json.Unmarshal(answer, &p) == nil && p.Status >= 400 {
 			if w := goTypeWords.Find(answer); w != nil {
 				t.Fatalf("body %q: the problem names %q of a Go type: %s", body, w, answer)
 			}
 		}
 	})
+}
+
+// keysLost reports whether decoding body into maps loses or merges keys: a key repeated in
+// one object, or two keys of one object that differ only in case. It re-encodes instead of
+// tracking keys, unlike repeatedKey.
+func keysLost(body []byte) bool {
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return false
+	}
+	again, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	return tokens(body) != tokens(again) || caseVariants(v)
+}
+
+func tokens(b []byte) int {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	n := 0
+	for {
+		if _, err := dec.Token(); err != nil {
+			return n
+		}
+		n++
+	}
+}
+
+func caseVariants(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		folded := map[string]bool{}
+		for k, e := range v {
+			if folded[strings.ToLower(k)] || caseVariants(e) {
+				return true
+			}
+			folded[strings.ToLower(k)] = true
+		}
+	case []any:
+		for _, e := range v {
+			if caseVariants(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Query strings reach PageRequest and the /postback URL as they come: any query gives a page,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/idempotency"
 )
 
@@ -30,6 +31,9 @@ func (s *Server) Idempotent(h fiber.Handler) fiber.Handler {
 		}
 		if len(key) > 255 {
 			return NewProblem(fiber.StatusBadRequest, "invalid_idempotency_key", "Idempotency-Key must be at most 255 characters")
+		}
+		if msg := freetext.Check(key, 1, 255, false); msg != "" {
+			return NewProblem(fiber.StatusBadRequest, "invalid_idempotency_key", "Idempotency-Key "+msg)
 		}
 		req := idempotency.Request{Principal: Caller(c).ID(), Key: key, Method: c.Method(), Path: c.Path(), Body: c.Body()}
 		stored, err := s.idem.Begin(c.UserContext(), req)

@@ -166,6 +166,12 @@ func TestTrackingLinkRoutes(t *testing.T) {
 			t.Fatalf("first %s, again %s", first.raw, again.raw)
 		}
 	})
+	t.Run("an idempotency key with a control character is refused", func(t *testing.T) {
+		h := map[string]string{"x-api-key": f.aff, "Idempotency-Key": "link\t2"}
+		if r := f.do(t, "POST", "/api/v1/tracking-links", h, fmt.Sprintf(`{"program_id":%q}`, f.program)); r.status != 400 || r.body["code"] != "invalid_idempotency_key" {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+	})
 	t.Run("pause and resume", func(t *testing.T) {
 		for _, s := range []struct{ path, status string }{{"/pause", "paused"}, {"/pause", "paused"}, {"/resume", "active"}} {
 			r := f.do(t, "POST", "/api/tracking-links/"+id+s.path, f.affSession, "")

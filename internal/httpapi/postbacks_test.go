@@ -76,6 +76,7 @@ func TestPostbackURLsFollowTheWebhookRule(t *testing.T) {
 	}{
 		{"http to a public host is refused", `{"url": "http://receiver.example/pb"}`, 400, "url must use https://"},
 		{"a relative URL is refused", `{"url": "/pb"}`, 400, "url must be an absolute URL with a host"},
+		{"credentials in the URL are refused", `{"url": "https://user:pw@receiver.example/pb"}`, 400, "url must not contain credentials"},
 		{"a URL over 2048 characters is refused", `{"url": "https://receiver.example/` + strings.Repeat("a", 2048) + `"}`, 400, "at most 2048"},
 		{"a missing url is refused rather than removing it", `{}`, 400, "is required"},
 		{"a url that is not a string is refused", `{"url": 42}`, 400, "must be a string or null"},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/page"
+	"github.com/partnerstream/partnerstream/internal/timebound"
 )
 
 // FieldError names one invalid input field.
@@ -33,8 +34,8 @@ func Invalid(errs ...FieldError) *Problem {
 	return NewProblem(fiber.StatusBadRequest, "validation_failed", strings.Join(msgs, "; ")).With("errors", errs)
 }
 
-// DecodeJSON reads a JSON object body strictly: unknown fields, trailing data and wrong types
-// are 400s that say what is wrong.
+// DecodeJSON reads a JSON object body strictly: unknown fields, a key given twice in one
+// object (at any depth), trailing data and wrong types are 400s that say what is wrong.
 func DecodeJSON(c *fiber.Ctx, v any) error {
 	if ct := string(c.Request().Header.ContentType()); ct != "" && !strings.HasPrefix(ct, fiber.MIMEApplicationJSON) {
 		return NewProblem(fiber.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as application/json")
@@ -46,6 +47,9 @@ func DecodeJSON(c *fiber.Ctx, v any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return NewProblem(fiber.StatusBadRequest, "invalid_json", "the body must hold exactly one JSON object")
+	}
+	if k := repeatedKey(c.Body()); k != "" {
+		return NewProblem(fiber.StatusBadRequest, "invalid_json", "the key "+strconv.Quote(k)+" appears twice in one object (keys are matched without regard to case)")
 	}
 	return nil
 }
@@ -141,21 +145,34 @@ func PageRequest(c *fiber.Ctx) (page.Request, error) {
 	return p, nil
 }
 
-// parseTime reads an RFC 3339 time, or a date (midnight UTC) when dates is true.
+// parseTime reads an RFC 3339 time, or a date (midnight UTC) when dates is true, within the
+// range the platform takes (timebound). "" is the zero time: none given.
 func parseTime(field, s string, dates bool) (time.Time, error) {
+	t, bad := timeField(field, s, dates)
+	if bad != nil {
+		return time.Time{}, Invalid(*bad)
+	}
+	return t, nil
+}
+
+// timeField is parseTime's rule, answering what is wrong as one field's error.
+func timeField(field, s string, dates bool) (time.Time, *FieldError) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil && dates {
+		t, err = time.Parse(time.DateOnly, s)
 	}
-	if dates {
-		if t, err := time.Parse(time.DateOnly, s); err == nil {
-			return t, nil
-		}
-		return time.Time{}, Invalid(FieldError{Field: field, Message: "must be an RFC 3339 time (2026-03-14T15:09:26Z) or a date (2026-03-14)"})
+	switch {
+	case err != nil && dates:
+		return time.Time{}, &FieldError{Field: field, Message: "must be an RFC 3339 time (2026-03-14T15:09:26Z) or a date (2026-03-14)"}
+	case err != nil:
+		return time.Time{}, &FieldError{Field: field, Message: "must be an RFC 3339 time such as 2026-03-14T15:09:26Z"}
+	case !timebound.Contains(t):
+		return time.Time{}, &FieldError{Field: field, Message: timebound.Message}
 	}
-	return time.Time{}, Invalid(FieldError{Field: field, Message: "must be an RFC 3339 time such as 2026-03-14T15:09:26Z"})
+	return t.UTC(), nil
 }
 
 // timeRange parses from (inclusive) and to (exclusive): RFC 3339 times or dates, either
@@ -166,9 +183,9 @@ func timeRange(from, to *time.Time, fromS, toS string) []FieldError {
 		field, v string
 		dst      *time.Time
 	}{{"from", fromS, from}, {"to", toS, to}} {
-		t, err := parseTime(q.field, q.v, true)
-		if err != nil {
-			errs = append(errs, FieldError{Field: q.field, Message: "must be an RFC 3339 time or a date"})
+		t, bad := timeField(q.field, q.v, true)
+		if bad != nil {
+			errs = append(errs, *bad)
 		}
 		*q.dst = t
 	}

@@ -230,18 +230,9 @@ func (s *Server) recover(c *fiber.Ctx) (err error) {
 }
 
 var (
-	httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "http_requests_total",
-		Help: "HTTP requests answered, by method, route template and status class.",
-	}, []string{"method", "route", "status"})
-	httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: metrics.Namespace, Name: "http_request_duration_seconds",
-		Help:    "HTTP request latency by method and route template.",
-		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-	}, []string{"method", "route"})
+	httpRequests = metrics.NewCounterVec("http_requests_total", "HTTP requests answered, by method, route template and status class.", "method", "route", "status")
+	httpDuration = metrics.NewHistogramVec("http_request_duration_seconds", "HTTP request latency by method and route template.", []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}, "method", "route")
 )
-
-func init() { metrics.MustRegister(httpRequests, httpDuration) }
 
 // observe records request metrics under the route template (never the raw path, whose ids
 // would make the label set unbounded).

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/partnerstream/partnerstream/internal/metrics"
 )
@@ -15,17 +14,9 @@ import (
 const failedAuthWindow = time.Minute
 
 var (
-	credentialFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "credential_failures_total",
-		Help: "Requests refused for an invalid, unknown or revoked credential, by kind (api_key, session).",
-	}, []string{"kind"})
-	credentialThrottled = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "credential_throttled_total",
-		Help: "Requests answered 429 because their address sent too many failed credentials.",
-	})
+	credentialFailures  = metrics.NewCounterVec("credential_failures_total", "Requests refused for an invalid, unknown or revoked credential, by kind (api_key, session).", "kind")
+	credentialThrottled = metrics.NewCounter("credential_throttled_total", "Requests answered 429 because their address sent too many failed credentials.")
 )
-
-func init() { metrics.MustRegister(credentialFailures, credentialThrottled) }
 
 // failedAuth throttles addresses that keep sending bad credentials: after limit failures
 // within a minute, every credentialed request from the address gets a 429 until the minute

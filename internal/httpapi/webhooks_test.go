@@ -350,6 +350,8 @@ func TestInvalidWebhooksAreRefusedWithTheReason(t *testing.T) {
 			"validation_failed", "description", "must not contain control characters"},
 		{"an unknown field", "POST", "/api/webhooks", `{"url": "https://receiver.example/h", "events": ["conversion.created"], "company_id": "co_x"}`,
 			"invalid_json", "", "company_id"},
+		{"a patch to a URL with credentials", "PATCH", "/api/webhooks/" + id, `{"url": "https://user:pw@receiver.example/"}`,
+			"validation_failed", "url", "url must not contain credentials"},
 		{"a patch to http on a public host", "PATCH", "/api/webhooks/" + id, `{"url": "http://receiver.example/h"}`,
 			"validation_failed", "url", "url must use https://"},
 		{"a patch to no events", "PATCH", "/api/webhooks/" + id, `{"events": []}`,

@@ -4,58 +4,22 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/partnerstream/partnerstream/internal/metrics"
 )
 
 // The collectors are package variables so that several Services in one process (tests,
 // `partnerstream dev`) report into the same series.
 var (
-	lagMessages = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Name: "ingest_lag_messages",
-		Help: "Messages in the partitions this replica consumes that are not in ClickHouse yet, as of the last batch, by topic.",
-	}, []string{"topic"})
-	lagSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Name: "ingest_lag_seconds",
-		Help: "Age of the newest message made queryable, in partitions that still have a backlog (0 when caught up), by topic.",
-	}, []string{"topic"})
-	rowsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "ingest_rows_total",
-		Help: "Rows ingest made count in ClickHouse: clicks inserted, conversion states applied, by table.",
-	}, []string{"table"})
-	skippedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "ingest_skipped_total",
-		Help: "Messages that changed no figure, by topic and reason (duplicate, invalid).",
-	}, []string{"topic", "reason"})
-	batchSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: metrics.Namespace, Name: "ingest_batch_size_messages",
-		Help:    "Messages per batch written to ClickHouse, by topic.",
-		Buckets: []float64{1, 10, 100, 500, 1000, 2500, 5000, 10000, 25000, 50000},
-	}, []string{"topic"})
-	flushDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: metrics.Namespace, Name: "ingest_flush_duration_seconds",
-		Help:    "Time to write one batch to ClickHouse and commit its offsets, by topic.",
-		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-	}, []string{"topic"})
-	flushErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "ingest_flush_errors_total",
-		Help: "Failed attempts to write a batch to ClickHouse (the batch is retried), by topic.",
-	}, []string{"topic"})
-	awaitingClick = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Name: "ingest_conversions_awaiting_click",
-		Help: "New conversions whose batch is held because their (signed) click is not in ClickHouse yet, as of the last attempt.",
-	})
-	withoutClick = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "ingest_conversions_without_click_total",
-		Help: "New conversions written without the link and sub1 of their click, which was not in ClickHouse (within --ingest-click-wait for a signed click id).",
-	})
+	lagMessages   = metrics.NewGaugeVec("ingest_lag_messages", "Messages in the partitions this replica consumes that are not in ClickHouse yet, as of the last batch, by topic.", "topic")
+	lagSeconds    = metrics.NewGaugeVec("ingest_lag_seconds", "Age of the newest message made queryable, in partitions that still have a backlog (0 when caught up), by topic.", "topic")
+	rowsTotal     = metrics.NewCounterVec("ingest_rows_total", "Rows ingest made count in ClickHouse: clicks inserted, conversion states applied, by table.", "table")
+	skippedTotal  = metrics.NewCounterVec("ingest_skipped_total", "Messages that changed no figure, by topic and reason (duplicate, invalid).", "topic", "reason")
+	batchSize     = metrics.NewHistogramVec("ingest_batch_size_messages", "Messages per batch written to ClickHouse, by topic.", []float64{1, 10, 100, 500, 1000, 2500, 5000, 10000, 25000, 50000}, "topic")
+	flushDuration = metrics.NewHistogramVec("ingest_flush_duration_seconds", "Time to write one batch to ClickHouse and commit its offsets, by topic.", []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "topic")
+	flushErrors   = metrics.NewCounterVec("ingest_flush_errors_total", "Failed attempts to write a batch to ClickHouse (the batch is retried), by topic.", "topic")
+	awaitingClick = metrics.NewGauge("ingest_conversions_awaiting_click", "New conversions whose batch is held because their (signed) click is not in ClickHouse yet, as of the last attempt.")
+	withoutClick  = metrics.NewCounter("ingest_conversions_without_click_total", "New conversions written without the link and sub1 of their click, which was not in ClickHouse (within --ingest-click-wait for a signed click id).")
 )
-
-func init() {
-	metrics.MustRegister(lagMessages, lagSeconds, rowsTotal, skippedTotal, batchSize, flushDuration, flushErrors,
-		awaitingClick, withoutClick)
-}
 
 // partitionLagTTL drops a partition from the lag gauges when no batch has touched it for this
 // long: after a rebalance it belongs to another replica, which reports it.

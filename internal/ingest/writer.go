@@ -15,6 +15,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/timebound"
 )
 
 // Click is a click event and where it sat in Kafka (kept on the row for audits and replays).
@@ -90,6 +91,11 @@ func ParseConversion(e events.Envelope) (c Conversion, ok bool, err error) {
 	}
 	if c.OccurredAt.IsZero() {
 		c.OccurredAt = e.OccurredAt.UTC()
+	}
+	if !timebound.Contains(c.OccurredAt) {
+		// Stored before the API refused such times: ClickHouse's DateTime would wrap it onto
+		// a day some report reaches. 1970-01-01 is a day no report's range reaches.
+		c.OccurredAt = time.Unix(0, 0).UTC()
 	}
 	switch {
 	case c.ID == "" || c.AdvertiserID == "" || c.Status == "":

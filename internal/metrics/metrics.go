@@ -49,3 +49,39 @@ func MustRegister(cs ...prometheus.Collector) {
 		}
 	}
 }
+
+// register registers c and returns it: the New* helpers below declare a metric in one line.
+func register[C prometheus.Collector](c C) C {
+	MustRegister(c)
+	return c
+}
+
+// NewCounter registers and returns the counter partnerstream_<name>.
+func NewCounter(name, help string) prometheus.Counter {
+	return register(prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}))
+}
+
+// NewCounterVec registers and returns the counter partnerstream_<name> with labels.
+func NewCounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return register(prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels))
+}
+
+// NewGauge registers and returns the gauge partnerstream_<name>.
+func NewGauge(name, help string) prometheus.Gauge {
+	return register(prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}))
+}
+
+// NewGaugeVec registers and returns the gauge partnerstream_<name> with labels.
+func NewGaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return register(prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels))
+}
+
+// NewHistogram registers and returns the histogram partnerstream_<name>.
+func NewHistogram(name, help string, buckets []float64) prometheus.Histogram {
+	return register(prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets}))
+}
+
+// NewHistogramVec registers and returns the histogram partnerstream_<name> with labels.
+func NewHistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return register(prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets}, labels))
+}

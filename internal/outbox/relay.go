@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/partnerstream/partnerstream/internal/metrics"
@@ -51,26 +50,11 @@ const backlogInterval = time.Second
 const relayLock int64 = 0x7073_6f75_7462_6f78 // "psoutbox"
 
 var (
-	backlog = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Name: "outbox_backlog",
-		Help: "Outbox events not yet published to Kafka.",
-	})
-	published = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "outbox_published_total",
-		Help: "Outbox events published to Kafka (a re-publication after a crash counts again).",
-	})
-	publishErrors = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "outbox_publish_errors_total",
-		Help: "Outbox batches that failed to publish and will be retried.",
-	})
-	publishLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: metrics.Namespace, Name: "outbox_publish_latency_seconds",
-		Help:    "Time from an event's creation in the outbox to its publication to Kafka.",
-		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
-	})
+	backlog        = metrics.NewGauge("outbox_backlog", "Outbox events not yet published to Kafka.")
+	published      = metrics.NewCounter("outbox_published_total", "Outbox events published to Kafka (a re-publication after a crash counts again).")
+	publishErrors  = metrics.NewCounter("outbox_publish_errors_total", "Outbox batches that failed to publish and will be retried.")
+	publishLatency = metrics.NewHistogram("outbox_publish_latency_seconds", "Time from an event's creation in the outbox to its publication to Kafka.", []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300})
 )
-
-func init() { metrics.MustRegister(backlog, published, publishErrors, publishLatency) }
 
 // Relay publishes the outbox to Kafka: at least once, in id order, keyed by aggregate id.
 type Relay struct {

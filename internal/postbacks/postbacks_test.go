@@ -138,6 +138,8 @@ func TestTheURLFollowsTheWebhookRule(t *testing.T) {
 		{"http to a host that starts like localhost is refused", "http://localhost.evil.example/", "url must use https://"},
 		{"another scheme is refused", "ftp://receiver.example/", "url must use https://"},
 		{"a relative URL is refused", "/pb", "url must be an absolute URL with a host"},
+		{"credentials are refused", "https://user:pw@receiver.example/pb", "url must not contain credentials"},
+		{"a user name alone is refused", "https://token@receiver.example/pb", "url must not contain credentials"},
 		{"an empty URL is refused", "", "url must be an absolute URL with a host"},
 		{"a URL without a host is refused", "https:///pb", "url must be an absolute URL with a host"},
 		{"a port beyond 65535 is refused", "http://127.0.0.1:99999/x", "url must have a port from 1 to 65535"},

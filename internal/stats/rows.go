@@ -90,12 +90,14 @@ func (r *Rows) Next() bool {
 		r.v, r.err = r.scan()
 		return r.err == nil
 	}
-	if r.ahead == nil && r.rows.Next() {
+	for r.ahead == nil && r.rows.Next() {
 		v, err := r.scan()
 		if r.err = err; err != nil {
 			return false
 		}
-		r.ahead = &v
+		if !v.Day.Before(r.p.From) && !v.Day.After(r.p.To) { // see Query: only the range's own days
+			r.ahead = &v
+		}
 	}
 	next := r.last.AddDate(0, 0, 1)
 	switch {

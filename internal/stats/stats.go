@@ -18,6 +18,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/money"
+	"github.com/partnerstream/partnerstream/internal/timebound"
 )
 
 // GroupBy is the dimension of the rows.
@@ -231,6 +232,14 @@ func (s *Service) Resolve(p Params) (Params, error) {
 		p.From = p.To.AddDate(0, 0, -(DefaultDays - 1))
 	}
 	p.From = day(p.From)
+	for _, d := range []struct {
+		field string
+		day   time.Time
+	}{{"from", p.From}, {"to", p.To}} {
+		if !timebound.Contains(d.day) {
+			return Params{}, &ParamError{d.field, timebound.Message}
+		}
+	}
 	if p.From.After(p.To) {
 		return Params{}, &ParamError{"from", fmt.Sprintf("%s is after to (%s)", p.From.Format(time.DateOnly), p.To.Format(time.DateOnly))}
 	}
@@ -239,6 +248,12 @@ func (s *Service) Resolve(p Params) (Params, error) {
 			p.From.Format(time.DateOnly), p.To.Format(time.DateOnly), n, MaxDays)}
 	}
 	return p, nil
+}
+
+// hasDay reports whether key, a day as ClickHouse writes it, lies in the resolved range.
+func (p Params) hasDay(key string) bool {
+	d, err := time.Parse(time.DateOnly, key)
+	return err == nil && !d.Before(p.From) && !d.After(p.To)
 }
 
 func day(t time.Time) time.Time {
@@ -267,7 +282,7 @@ const noExtra = "'', ''"
 
 var groupings = map[GroupBy]grouping{
 	Day: {"clicks_daily", convsDaily, "day", "toString(day)", noExtra, func(r *Row, key, _, _ string) {
-		r.Day, _ = time.Parse(time.DateOnly, key)
+		r.Day, _ = time.Parse(time.DateOnly, key) // a day ClickHouse cannot show (0000-00-00) reads as zero: outside every range
 	}},
 	Program:   {"clicks_daily", convsDaily, "program_id", "program_id", noExtra, func(r *Row, key, _, _ string) { r.ProgramID = key }},
 	Affiliate: {"clicks_daily", convsDaily, "affiliate_id", "affiliate_id", noExtra, func(r *Row, key, _, _ string) { r.AffiliateID = key }},
@@ -316,6 +331,12 @@ func (s *Service) Query(ctx context.Context, scope Scope, p Params) ([]Row, erro
 	wg.Wait()
 	if err := errors.Join(clickErr, convErr); err != nil {
 		return nil, err
+	}
+	if p.GroupBy == Day {
+		// Whatever is stored, a range yields only its own days: the condition compares days in
+		// ClickHouse, where a time outside DateTime's range has wrapped onto another one.
+		clicks = slices.DeleteFunc(clicks, func(c clickFigures) bool { return !p.hasDay(c.key) })
+		convs = slices.DeleteFunc(convs, func(c conversionFigures) bool { return !p.hasDay(c.key) })
 	}
 	currencies := currenciesOf(p.Currency, convs)
 	for _, c := range clicks {

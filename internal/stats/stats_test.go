@@ -47,6 +47,9 @@ func TestResolveFillsDefaultsAndRejectsBadRanges(t *testing.T) {
 		{"a lone from after today is refused", stats.Params{From: date("2026-07-01")}, "", "", "from", "is after to"},
 		{"an unknown grouping is refused", stats.Params{GroupBy: "week"}, "", "", "group_by", `unknown grouping "week"`},
 		{"a currency must be ISO 4217", stats.Params{Currency: "eur"}, "", "", "currency", "ISO 4217"},
+		{"a day beyond 2099 is refused: ClickHouse's dates end in 2106", stats.Params{From: date("9999-12-01"), To: date("9999-12-31")}, "", "", "from", "from 2000-01-01 to 2099-12-31"},
+		{"a day before 2000 is refused", stats.Params{From: date("1969-12-31"), To: date("1970-01-01")}, "", "", "from", "from 2000-01-01 to 2099-12-31"},
+		{"the last day of 2099 is a range", stats.Params{From: date("2099-12-01"), To: date("2099-12-31")}, "2099-12-01", "2099-12-31", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

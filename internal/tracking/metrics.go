@@ -1,8 +1,6 @@
 package tracking
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/metrics"
 )
@@ -18,40 +16,18 @@ const (
 )
 
 var (
-	clicksRecorded = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "clicks_recorded_total",
-		Help: "Clicks acknowledged by Kafka on the first try, by recording mode (ack or async).",
-	}, []string{"mode"})
-	clicksSpooled = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "clicks_spooled_total",
-		Help: "Clicks written to the local spool because Kafka did not acknowledge them in time (or the async queue was full).",
-	})
-	clicksReplayed = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "clicks_replayed_total",
-		Help: "Spooled clicks confirmed in Kafka afterwards.",
-	})
-	clicksDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "clicks_dropped_total",
-		Help: "Clicks lost, by reason (spool_full, spool_error, spool_corrupt, closed).",
-	}, []string{"reason"})
-	spoolBytes = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: metrics.Namespace, Name: "clicks_spool_bytes",
-		Help: "Bytes in the click spool waiting for Kafka.",
-	})
-	clicksBot = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "clicks_bot_total",
-		Help: "Clicks flagged as coming from a bot (still redirected).",
-	})
-	clicksDuplicate = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: metrics.Namespace, Name: "clicks_duplicate_total",
-		Help: "Clicks flagged as a repeat of the same visitor on the same link within the duplicate window.",
-	})
+	clicksRecorded  = metrics.NewCounterVec("clicks_recorded_total", "Clicks acknowledged by Kafka on the first try, by recording mode (ack or async).", "mode")
+	clicksSpooled   = metrics.NewCounter("clicks_spooled_total", "Clicks written to the local spool because Kafka did not acknowledge them in time (or the async queue was full).")
+	clicksReplayed  = metrics.NewCounter("clicks_replayed_total", "Spooled clicks confirmed in Kafka afterwards.")
+	clicksDropped   = metrics.NewCounterVec("clicks_dropped_total", "Clicks lost, by reason (spool_full, spool_error, spool_corrupt, closed).", "reason")
+	spoolBytes      = metrics.NewGauge("clicks_spool_bytes", "Bytes in the click spool waiting for Kafka.")
+	clicksBot       = metrics.NewCounter("clicks_bot_total", "Clicks flagged as coming from a bot (still redirected).")
+	clicksDuplicate = metrics.NewCounter("clicks_duplicate_total", "Clicks flagged as a repeat of the same visitor on the same link within the duplicate window.")
 
 	produceClicks = kafka.ProduceDuration.WithLabelValues(kafka.TopicClicks)
 )
 
 func init() {
-	metrics.MustRegister(clicksRecorded, clicksSpooled, clicksReplayed, clicksDropped, spoolBytes, clicksBot, clicksDuplicate)
 	for _, r := range []string{dropSpoolFull, dropSpoolError, dropSpoolCorrupt, dropClosed} {
 		clicksDropped.WithLabelValues(r)
 	}
