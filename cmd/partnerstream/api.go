@@ -140,7 +140,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	dashboard.Mount(srv.App(), dashboard.Options{Sessions: deps.sessions, Users: deps.users, OAuthProviders: s.auth.oauth.Providers(),
 		SecureCookies: strings.HasPrefix(s.api.BaseURL, "https://"), Log: p.componentLog("dashboard")})
 
-	events := kafka.NewWriter(p.kafka, kafka.TopicEvents)
+	events := kafka.NewProducer(p.kafka, kafka.TopicEvents, kafka.ProducerOptions{})
 	relay := outbox.NewRelay(p.pg, events, outbox.RelayOptions{Log: log})
 	hourly := func(name string, fn func(context.Context) (int64, error)) func(context.Context) {
 		return func(ctx context.Context) {
@@ -175,7 +175,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 		err := srv.Run(ctx)
 		stop()
 		wg.Wait()
-		_ = events.Close()
+		events.Close()
 		return err
 	}}, nil
 }

@@ -21,17 +21,17 @@ import (
 	"github.com/partnerstream/partnerstream/internal/run"
 )
 
-// Commission statuses.
+// Commission statuses (declared with the events that carry them).
 const (
-	Pending  = "pending"
-	Approved = "approved"
-	Rejected = "rejected"
-	Paid     = "paid"
-	Reversed = "reversed"
+	Pending  = events.CommissionPending
+	Approved = events.CommissionApproved
+	Rejected = events.CommissionRejected
+	Paid     = events.CommissionPaid
+	Reversed = events.CommissionReversed
 )
 
 // Statuses lists the commission statuses.
-var Statuses = []string{Pending, Approved, Rejected, Paid, Reversed}
+var Statuses = events.CommissionStatuses
 
 // transitions are the only legal status changes (docs/architecture.md, "Domain states").
 // approved -> paid happens only through a payout.

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/ids"
@@ -20,24 +18,26 @@ import (
 // dyingWriter produces the first half of its nth batch, then "kills" the relay: it cancels
 // the relay's context and fails, as a process killed between producing and committing would.
 type dyingWriter struct {
-	outbox.Writer
+	outbox.Producer
 	n      int
 	cancel context.CancelFunc
 	calls  int
 	wrote  int // messages produced by the dying call
 }
 
-func (d *dyingWriter) WriteMessages(ctx context.Context, msgs ...kafkago.Message) error {
+func (d *dyingWriter) Produce(ctx context.Context, recs []kafka.Record) []error {
 	if d.calls++; d.calls < d.n {
-		return d.Writer.WriteMessages(ctx, msgs...)
+		return d.Producer.Produce(ctx, recs)
 	}
-	half := msgs[:len(msgs)/2]
-	if err := d.Writer.WriteMessages(ctx, half...); err != nil {
-		return err
+	half := recs[:len(recs)/2]
+	if errs := d.Producer.Produce(ctx, half); errs != nil {
+		return errs
 	}
 	d.wrote = len(half)
 	d.cancel()
-	return errors.New("killed")
+	errs := make([]error, len(recs))
+	errs[len(half)] = errors.New("killed")
+	return errs
 }
 
 func TestEveryChangeIsPublishedEvenWhenTheRelayIsKilledMidBatch(t *testing.T) {
@@ -48,7 +48,7 @@ func TestEveryChangeIsPublishedEvenWhenTheRelayIsKilledMidBatch(t *testing.T) {
 	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicEvents); err != nil {
 		t.Fatal(err)
 	}
-	w := kafka.NewWriter(cfg, kafka.TopicEvents)
+	w := kafka.NewProducer(cfg, kafka.TopicEvents, kafka.ProducerOptions{})
 	defer w.Close()
 
 	// 30 registrations (2 events each), 10 approvals (2), 5 rejections (2), 3 reversals (1).
@@ -77,7 +77,7 @@ func TestEveryChangeIsPublishedEvenWhenTheRelayIsKilledMidBatch(t *testing.T) {
 
 	// The first relay dies half-way through its third batch of 10.
 	rctx, kill := context.WithCancel(ctx)
-	dying := &dyingWriter{Writer: w, n: 3, cancel: kill}
+	dying := &dyingWriter{Producer: w, n: 3, cancel: kill}
 	if err := outbox.NewRelay(e.db, dying, outbox.RelayOptions{BatchSize: 10, Log: quiet}).Run(rctx); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/session"
 )
@@ -143,9 +144,9 @@ var pages = []*page{
 
 // The API's enumerations that forms offer (the API validates them).
 var (
-	commissionStatuses  = []string{"pending", "approved", "rejected", "paid", "reversed"}
+	commissionStatuses  = events.CommissionStatuses
 	partnershipStatuses = []string{"pending", "approved", "rejected", "suspended"}
-	webhookEvents       = []string{"conversion.created", "conversion.approved", "conversion.rejected", "partnership.created", "commission.status_changed"}
+	webhookEvents       = events.Types
 )
 
 func pageAt(path string) *page {

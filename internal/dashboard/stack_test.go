@@ -174,7 +174,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountRates(rates.New(db, nil), httpapi.RatesOptions{})
 	dashboard.Mount(srv.App(), dashboard.Options{Sessions: sessions, Users: s.ids, OAuthProviders: []string{"google", "linkedin"}, Log: quiet})
 
-	events := kafka.NewWriter(kcfg, kafka.TopicEvents)
+	events := kafka.NewProducer(kcfg, kafka.TopicEvents, kafka.ProducerOptions{})
 	relay := outbox.NewRelay(db, events, outbox.RelayOptions{PollInterval: 20 * time.Millisecond})
 	ing, err := ingest.New(ingest.Options{Kafka: kcfg, ClickHouse: ch, Database: chDB, BatchInterval: 50 * time.Millisecond, Log: quiet})
 	if err != nil {
@@ -203,7 +203,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		for range runs {
 			<-done
 		}
-		_ = events.Close()
+		events.Close()
 	})
 	bound, err := srv.Addr(ctx)
 	if err != nil {

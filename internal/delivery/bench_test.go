@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/kafka"
@@ -56,11 +55,11 @@ func benchEvent(cos []string, i int, at time.Time) events.Envelope {
 	return e
 }
 
-func messages(envs []events.Envelope) []kafkago.Message {
-	msgs := make([]kafkago.Message, len(envs))
+func messages(envs []events.Envelope) []kafka.Record {
+	msgs := make([]kafka.Record, len(envs))
 	for i, e := range envs {
 		v, _ := json.Marshal(e)
-		msgs[i] = kafkago.Message{Key: []byte(e.ID), Value: v}
+		msgs[i] = kafka.Record{Key: []byte(e.ID), Value: v}
 	}
 	return msgs
 }
@@ -98,13 +97,12 @@ func BenchmarkDeliverThroughput(b *testing.B) {
 	began := time.Now()
 	produced := make(chan error, 1)
 	go func() {
-		w := kafka.NewWriter(cfg, kafka.TopicEvents)
+		w := kafka.NewProducer(cfg, kafka.TopicEvents, kafka.ProducerOptions{})
 		defer w.Close()
-		w.BatchSize = 1000
 		msgs := messages(envs)
 		for len(msgs) > 0 {
 			n := min(len(msgs), 5000)
-			if err := w.WriteMessages(context.Background(), msgs[:n]...); err != nil {
+			if err := kafka.FirstError(w.Produce(context.Background(), msgs[:n])); err != nil {
 				produced <- err
 				return
 			}
@@ -201,7 +199,7 @@ func BenchmarkDeliverLatency(b *testing.B) {
 	mu.Unlock()
 
 	b.StartTimer()
-	w := kafka.NewWriter(cfg, kafka.TopicEvents)
+	w := kafka.NewProducer(cfg, kafka.TopicEvents, kafka.ProducerOptions{})
 	defer w.Close()
 	tick := time.NewTicker(10 * time.Millisecond) // 10 events every 10 ms
 	defer tick.Stop()
@@ -212,7 +210,7 @@ func BenchmarkDeliverLatency(b *testing.B) {
 		for i := range envs {
 			envs[i] = benchEvent(cos, sent+i, time.Now())
 		}
-		if err := w.WriteMessages(context.Background(), messages(envs)...); err != nil {
+		if err := kafka.FirstError(w.Produce(context.Background(), messages(envs))); err != nil {
 			b.Fatal(err)
 		}
 		sent += len(envs)

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
@@ -116,17 +114,16 @@ func newKafka(t testing.TB) kafka.Config {
 // produce writes the events to partnerstream.events, keyed by event id.
 func produce(t testing.TB, cfg kafka.Config, envs ...events.Envelope) {
 	t.Helper()
-	w := kafka.NewWriter(cfg, kafka.TopicEvents)
+	w := kafka.NewProducer(cfg, kafka.TopicEvents, kafka.ProducerOptions{})
 	defer w.Close()
-	w.BatchSize = 1000
-	msgs := make([]kafkago.Message, len(envs))
+	msgs := make([]kafka.Record, len(envs))
 	for i, e := range envs {
 		b, _ := json.Marshal(e)
-		msgs[i] = kafkago.Message{Key: []byte(e.ID), Value: b}
+		msgs[i] = kafka.Record{Key: []byte(e.ID), Value: b}
 	}
 	for len(msgs) > 0 {
 		n := min(len(msgs), 5000)
-		if err := w.WriteMessages(context.Background(), msgs[:n]...); err != nil {
+		if err := kafka.FirstError(w.Produce(context.Background(), msgs[:n])); err != nil {
 			t.Fatalf("produce: %v", err)
 		}
 		msgs = msgs[n:]

@@ -46,6 +46,21 @@ const (
 // Types lists every domain event type.
 var Types = []string{ConversionCreated, ConversionApproved, ConversionRejected, PartnershipCreated, CommissionStatusChanged}
 
+// Commission statuses: the status of a conversion's commission, as the conversions domain
+// moves it and as its events, webhooks, statistics and exports carry it (docs/architecture.md,
+// "Domain states"). They are declared here, in the contract every side shares, and nowhere
+// else.
+const (
+	CommissionPending  = "pending"
+	CommissionApproved = "approved"
+	CommissionRejected = "rejected"
+	CommissionPaid     = "paid"
+	CommissionReversed = "reversed"
+)
+
+// CommissionStatuses lists the commission statuses in the order of their lifecycle.
+var CommissionStatuses = []string{CommissionPending, CommissionApproved, CommissionRejected, CommissionPaid, CommissionReversed}
+
 // Envelope is a domain event on partnerstream.events, keyed by the aggregate id. It is written
 // to the outbox in the transaction of the change and published by the relay; consumers dedupe
 // by ID (a relay crash may publish an event twice, never lose one).

@@ -12,11 +12,11 @@ import (
 // sampleStatuses are the event types with a sample, and the commission status (and the
 // previous one) their data carries.
 var sampleStatuses = map[string][2]string{
-	ConversionCreated:       {"pending", ""},
-	ConversionApproved:      {"approved", ""},
-	ConversionRejected:      {"rejected", ""},
-	CommissionStatusChanged: {"approved", "pending"},
-	PartnershipCreated:      {"pending", ""},
+	ConversionCreated:       {CommissionPending, ""},
+	ConversionApproved:      {CommissionApproved, ""},
+	ConversionRejected:      {CommissionRejected, ""},
+	CommissionStatusChanged: {CommissionApproved, CommissionPending},
+	PartnershipCreated:      {"pending", ""}, // a partnership's status
 }
 
 // SampleTypes lists, sorted, the event types Sample makes.
@@ -46,7 +46,7 @@ func Sample(eventType, companyID string, affiliate bool, now time.Time) (e Envel
 		adv = companyID
 	}
 	version := int64(1)
-	if status[0] != "pending" {
+	if status[0] != CommissionPending {
 		version = 2
 	}
 	program := ids.New(ids.Program)

@@ -99,8 +99,8 @@ func rowsOf(t *testing.T, r response) []map[string]any {
 func TestStatsByDayListEveryDayWithMoneyAsDecimalStrings(t *testing.T) {
 	f := newStatsFixture(t)
 	f.clicks(t, 4, "2026-06-01", f.advID, f.affID, "prg_1", "lnk_1", "")
-	f.conversion(t, "cnv_1", "2026-06-01", f.advID, f.affID, "prg_1", "EUR", stats.Approved, 12000, 1250)
-	f.conversion(t, "cnv_2", "2026-06-03", f.advID, f.affID, "prg_1", "EUR", stats.Rejected, 5000, 500)
+	f.conversion(t, "cnv_1", "2026-06-01", f.advID, f.affID, "prg_1", "EUR", events.CommissionApproved, 12000, 1250)
+	f.conversion(t, "cnv_2", "2026-06-03", f.advID, f.affID, "prg_1", "EUR", events.CommissionRejected, 5000, 500)
 
 	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-01"}, "to": {"2026-06-03"}}, map[string]string{"x-api-key": f.adv})
 	rows := rowsOf(t, r)
@@ -207,8 +207,8 @@ func TestStatsLimitCutsTheRowsButNotTheTotals(t *testing.T) {
 
 func TestStatsNeverMixCurrencies(t *testing.T) {
 	f := newStatsFixture(t)
-	f.conversion(t, "cnv_eur", "2026-06-10", "co_a", f.affID, "prg_eur", "EUR", stats.Pending, 10000, 1000)
-	f.conversion(t, "cnv_jpy", "2026-06-10", "co_b", f.affID, "prg_jpy", "JPY", stats.Paid, 20000, 1500)
+	f.conversion(t, "cnv_eur", "2026-06-10", "co_a", f.affID, "prg_eur", "EUR", events.CommissionPending, 10000, 1000)
+	f.conversion(t, "cnv_jpy", "2026-06-10", "co_b", f.affID, "prg_jpy", "JPY", events.CommissionPaid, 20000, 1500)
 	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}}
 	q.Set("currency", "JPY")
 	r := f.get(t, "/api/v1/stats", q, map[string]string{"x-api-key": f.aff})
@@ -225,9 +225,9 @@ func TestTheStatsOfAnAffiliateInTwoCurrenciesArePerCurrency(t *testing.T) {
 	f.clicks(t, 4, "2026-06-10", "co_a", f.affID, "prg_eur", "lnk_eur", "")
 	f.clicks(t, 6, "2026-06-11", "co_b", f.affID, "prg_usd", "lnk_usd", "")
 	f.conversions(t, []ingest.Conversion{
-		statsConversion("cnv_eur1", "2026-06-10", "co_a", f.affID, "prg_eur", "EUR", stats.Approved, 10000, 1000),
-		statsConversion("cnv_eur2", "2026-06-11", "co_a", f.affID, "prg_eur", "EUR", stats.Rejected, 5000, 500),
-		statsConversion("cnv_usd1", "2026-06-11", "co_b", f.affID, "prg_usd", "USD", stats.Pending, 20001, 2001),
+		statsConversion("cnv_eur1", "2026-06-10", "co_a", f.affID, "prg_eur", "EUR", events.CommissionApproved, 10000, 1000),
+		statsConversion("cnv_eur2", "2026-06-11", "co_a", f.affID, "prg_eur", "EUR", events.CommissionRejected, 5000, 500),
+		statsConversion("cnv_usd1", "2026-06-11", "co_b", f.affID, "prg_usd", "USD", events.CommissionPending, 20001, 2001),
 	})
 	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-11"}}
 	amounts := func(fig map[string]any) string {
@@ -328,7 +328,7 @@ func TestStatsSumLargeCommissionsExactly(t *testing.T) {
 	f.clicks(t, 96, "2026-06-10", f.advID, f.affID, "prg_big", "lnk_big", "")
 	var batch []ingest.Conversion
 	for i := range 96 {
-		batch = append(batch, statsConversion(fmt.Sprintf("cnv_big_%d", i), "2026-06-10", f.advID, f.affID, "prg_big", "EUR", stats.Pending, big, big))
+		batch = append(batch, statsConversion(fmt.Sprintf("cnv_big_%d", i), "2026-06-10", f.advID, f.affID, "prg_big", "EUR", events.CommissionPending, big, big))
 	}
 	f.conversions(t, batch[:64])
 	f.conversions(t, batch[64:])
@@ -363,9 +363,9 @@ func TestStatsSumLargeCommissionsExactly(t *testing.T) {
 func TestStatsByAttribution(t *testing.T) {
 	f := newStatsFixture(t)
 	f.clicks(t, 4, "2026-06-10", f.advID, f.affID, "prg_1", "lnk_1", "")
-	coupon := statsConversion("cnv_c", "2026-06-10", f.advID, f.affID, "prg_1", "EUR", stats.Pending, 5000, 500)
+	coupon := statsConversion("cnv_c", "2026-06-10", f.advID, f.affID, "prg_1", "EUR", events.CommissionPending, 5000, 500)
 	coupon.Attribution = "coupon"
-	click := statsConversion("cnv_k", "2026-06-10", f.advID, f.affID, "prg_1", "EUR", stats.Approved, 2000, 200)
+	click := statsConversion("cnv_k", "2026-06-10", f.advID, f.affID, "prg_1", "EUR", events.CommissionApproved, 2000, 200)
 	click.Attribution = "click"
 	f.conversions(t, []ingest.Conversion{coupon, click})
 	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"attribution"}}, map[string]string{"x-api-key": f.adv})

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/kafka"
@@ -52,12 +50,12 @@ func BenchmarkIngestThroughput(b *testing.B) {
 	ctx := context.Background()
 	at := time.Now().UTC().Truncate(time.Second)
 	clicks := make([]clickRecord, benchEvents)
-	msgs := make([]kafkago.Message, benchEvents)
+	msgs := make([]kafka.Record, benchEvents)
 	for i := range clicks {
 		c := benchClick(i, at)
 		clicks[i] = newClickRecord(Click{Click: c, Partition: int32(i % 6), Offset: int64(i / 6)})
 		body, _ := json.Marshal(c)
-		msgs[i] = kafkago.Message{Key: []byte(c.ClickID), Value: body}
+		msgs[i] = kafka.Record{Key: []byte(c.ClickID), Value: body}
 	}
 
 	// ClickHouse's background merges make one pass of either side swing by half on two
@@ -184,16 +182,15 @@ func BenchmarkIngestSteady(b *testing.B) {
 	for range b.N {
 		e := newEnv(b)
 		ing := e.startBenchIngester(b)
-		w := kafka.NewWriter(e.kafka, kafka.TopicClicks)
-		w.BatchTimeout = time.Millisecond
+		w := kafka.NewProducer(e.kafka, kafka.TopicClicks, kafka.ProducerOptions{})
 		at := time.Now().UTC()
 		produce := func(from, n int) {
-			msgs := make([]kafkago.Message, n)
+			msgs := make([]kafka.Record, n)
 			for i := range msgs {
 				body, _ := json.Marshal(benchClick(from+i, at))
-				msgs[i] = kafkago.Message{Key: []byte(fmt.Sprintf("clk_%026d", from+i)), Value: body}
+				msgs[i] = kafka.Record{Key: []byte(fmt.Sprintf("clk_%026d", from+i)), Value: body}
 			}
-			if err := w.WriteMessages(ctx, msgs...); err != nil {
+			if err := kafka.FirstError(w.Produce(ctx, msgs)); err != nil {
 				b.Error(err)
 			}
 		}
@@ -217,7 +214,7 @@ func BenchmarkIngestSteady(b *testing.B) {
 		}
 		elapsed := time.Since(began)
 		cpuPerEvent, brokerPerEvent := perEvent(ing.cpu(b)-ingCPU, n), perEvent(procstat.Self()-cpu, n)
-		_ = w.Close()
+		w.Close()
 		ing.stop(b)
 		b.ReportMetric(cpuPerEvent, "ingest-cpu-µs/event")
 		b.ReportMetric(brokerPerEvent, "broker-producer-cpu-µs/event")
@@ -250,13 +247,12 @@ func BenchmarkClickToVisible(b *testing.B) {
 		stop := testenv.Run(b, e.service(b, benchFetchOptions(b)))
 		q := stats.New(e.conn, e.db, stats.Options{})
 		scope := stats.Scope{CompanyID: "co_bench", Kind: identity.Advertiser}
-		w := kafka.NewWriter(e.kafka, kafka.TopicClicks)
-		w.BatchTimeout = time.Millisecond
+		w := kafka.NewProducer(e.kafka, kafka.TopicClicks, kafka.ProducerOptions{})
 
 		// Warm up: the group has joined once a first click is visible.
 		warm := benchClick(-1, time.Now().UTC())
 		body, _ := json.Marshal(warm)
-		if err := w.WriteMessages(ctx, kafkago.Message{Key: []byte(warm.ClickID), Value: body}); err != nil {
+		if err := kafka.FirstError(w.Produce(ctx, []kafka.Record{kafka.Record{Key: []byte(warm.ClickID), Value: body}})); err != nil {
 			b.Fatal(err)
 		}
 		for e.count(b, "SELECT count() FROM "+e.db+".clicks") == 0 {
@@ -275,7 +271,7 @@ func BenchmarkClickToVisible(b *testing.B) {
 				c.LinkID = fmt.Sprintf("lnk_visible_%06d", i)
 				body, _ := json.Marshal(c)
 				t := time.Now()
-				if err := w.WriteMessages(ctx, kafkago.Message{Key: []byte(c.ClickID), Value: body}); err != nil {
+				if err := kafka.FirstError(w.Produce(ctx, []kafka.Record{kafka.Record{Key: []byte(c.ClickID), Value: body}})); err != nil {
 					b.Error(err)
 					return
 				}
@@ -303,7 +299,7 @@ func BenchmarkClickToVisible(b *testing.B) {
 			mu.Unlock()
 			time.Sleep(poll)
 		}
-		_ = w.Close()
+		w.Close()
 		stop()
 		if len(latencies) < n {
 			b.Fatalf("%d of %d clicks became visible", len(latencies), n)

@@ -125,7 +125,7 @@ func TestTheClickWaitCountsFromTheEndOfAClickHouseOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := conversion(1, stats.Pending)
+	c := conversion(1, events.CommissionPending)
 	if c.ClickID, err = keys.Mint(ids.New(ids.Link), now.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}

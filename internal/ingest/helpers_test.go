@@ -70,14 +70,13 @@ func (e *env) service(t testing.TB, o Options) *Service {
 }
 
 // produce writes messages to a topic, keyed as the platform keys them.
-func (e *env) produce(t testing.TB, topic string, msgs []kafkago.Message) {
+func (e *env) produce(t testing.TB, topic string, msgs []kafka.Record) {
 	t.Helper()
-	w := kafka.NewWriter(e.kafka, topic)
+	w := kafka.NewProducer(e.kafka, topic, kafka.ProducerOptions{})
 	defer w.Close()
-	w.BatchSize = 1000
 	for len(msgs) > 0 {
 		n := min(len(msgs), 5000)
-		if err := w.WriteMessages(context.Background(), msgs[:n]...); err != nil {
+		if err := kafka.FirstError(w.Produce(context.Background(), msgs[:n])); err != nil {
 			t.Fatalf("produce to %s: %v", topic, err)
 		}
 		msgs = msgs[n:]
@@ -221,11 +220,11 @@ func newDataset(seed uint64, nClicks int) dataset {
 // commission.status_changed, both with the same data and version.
 func conversionLifecycle(r *rand.Rand, c events.Click, p program, n int) []events.Envelope {
 	paths := [][]string{
-		{stats.Pending},
-		{stats.Pending, stats.Approved},
-		{stats.Pending, stats.Approved, stats.Paid},
-		{stats.Pending, stats.Rejected},
-		{stats.Pending, stats.Approved, stats.Reversed},
+		{events.CommissionPending},
+		{events.CommissionPending, events.CommissionApproved},
+		{events.CommissionPending, events.CommissionApproved, events.CommissionPaid},
+		{events.CommissionPending, events.CommissionRejected},
+		{events.CommissionPending, events.CommissionApproved, events.CommissionReversed},
 	}
 	path := paths[r.IntN(len(paths))]
 	amount := int64(1000 + r.IntN(50000))
@@ -245,11 +244,11 @@ func conversionLifecycle(r *rand.Rand, c events.Click, p program, n int) []event
 		body, _ := json.Marshal(data)
 		types := []string{events.CommissionStatusChanged}
 		switch status {
-		case stats.Pending:
+		case events.CommissionPending:
 			types = []string{events.ConversionCreated, events.CommissionStatusChanged}
-		case stats.Approved:
+		case events.CommissionApproved:
 			types = []string{events.ConversionApproved, events.CommissionStatusChanged}
-		case stats.Rejected:
+		case events.CommissionRejected:
 			types = []string{events.ConversionRejected, events.CommissionStatusChanged}
 		}
 		for _, typ := range types {
@@ -260,17 +259,17 @@ func conversionLifecycle(r *rand.Rand, c events.Click, p program, n int) []event
 	return out
 }
 
-func (d dataset) clickMessages() []kafkago.Message {
-	out := make([]kafkago.Message, len(d.clicks))
+func (d dataset) clickMessages() []kafka.Record {
+	out := make([]kafka.Record, len(d.clicks))
 	for i, c := range d.clicks {
 		b, _ := json.Marshal(c)
-		out[i] = kafkago.Message{Key: []byte(c.ClickID), Value: b}
+		out[i] = kafka.Record{Key: []byte(c.ClickID), Value: b}
 	}
 	return out
 }
 
-func (d dataset) eventMessages() []kafkago.Message {
-	out := make([]kafkago.Message, len(d.events))
+func (d dataset) eventMessages() []kafka.Record {
+	out := make([]kafka.Record, len(d.events))
 	for i, e := range d.events {
 		b, _ := json.Marshal(e)
 		key := e.ID
@@ -278,7 +277,7 @@ func (d dataset) eventMessages() []kafkago.Message {
 		if json.Unmarshal(e.Data, &data) == nil && data.ID != "" {
 			key = data.ID // the aggregate: a conversion's events share a partition
 		}
-		out[i] = kafkago.Message{Key: []byte(key), Value: b}
+		out[i] = kafka.Record{Key: []byte(key), Value: b}
 	}
 	return out
 }
@@ -375,22 +374,22 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 		commission, _ := money.Parse(data.CommissionAmount, data.Currency)
 		r.Conversions.Total++
 		switch data.Status {
-		case stats.Pending:
+		case events.CommissionPending:
 			r.Conversions.Pending++
-		case stats.Approved:
+		case events.CommissionApproved:
 			r.Conversions.Approved++
-		case stats.Rejected:
+		case events.CommissionRejected:
 			r.Conversions.Rejected++
-		case stats.Paid:
+		case events.CommissionPaid:
 			r.Conversions.Paid++
-		case stats.Reversed:
+		case events.CommissionReversed:
 			r.Conversions.Reversed++
 		}
 		if amounts[key] == nil {
 			amounts[key] = map[string]stats.Amount{}
 		}
 		a := amounts[key][data.Currency]
-		if data.Status == stats.Pending || data.Status == stats.Approved || data.Status == stats.Paid {
+		if data.Status == events.CommissionPending || data.Status == events.CommissionApproved || data.Status == events.CommissionPaid {
 			a.SaleAmount = a.SaleAmount.Add(money.SumOf(amount))
 			a.Commission = a.Commission.Add(money.SumOf(commission))
 		}

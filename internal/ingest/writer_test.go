@@ -102,15 +102,15 @@ func TestWriteConversionsCountsEachConversionInItsNewestStatus(t *testing.T) {
 		want  WriteResult
 		then  figures
 	}{
-		{"a new conversion counts as pending", []Conversion{conversion(1, stats.Pending)},
+		{"a new conversion counts as pending", []Conversion{conversion(1, events.CommissionPending)},
 			WriteResult{Written: 1}, figures{pending: 1, commission: money.SumOf(1000)}},
-		{"its event delivered again changes nothing", []Conversion{conversion(1, stats.Pending)},
+		{"its event delivered again changes nothing", []Conversion{conversion(1, events.CommissionPending)},
 			WriteResult{Duplicates: 1}, figures{pending: 1, commission: money.SumOf(1000)}},
-		{"a later version arriving first moves it", []Conversion{conversion(3, stats.Paid)},
+		{"a later version arriving first moves it", []Conversion{conversion(3, events.CommissionPaid)},
 			WriteResult{Written: 1}, figures{paid: 1, commission: money.SumOf(1000)}},
-		{"the older version arriving late is ignored", []Conversion{conversion(2, stats.Approved)},
+		{"the older version arriving late is ignored", []Conversion{conversion(2, events.CommissionApproved)},
 			WriteResult{Duplicates: 1}, figures{paid: 1, commission: money.SumOf(1000)}},
-		{"in one batch the newest version wins", []Conversion{conversion(4, stats.Reversed), conversion(2, stats.Approved), conversion(4, stats.Reversed)},
+		{"in one batch the newest version wins", []Conversion{conversion(4, events.CommissionReversed), conversion(2, events.CommissionApproved), conversion(4, events.CommissionReversed)},
 			WriteResult{Written: 1, Duplicates: 2}, figures{reversed: 1}},
 	}
 	for _, s := range steps {
@@ -133,15 +133,15 @@ func TestConversionsTakeTheLinkAndSub1OfTheirClick(t *testing.T) {
 	if _, err := w.WriteClicks(ctx, []Click{click("clk_1")}); err != nil {
 		t.Fatal(err)
 	}
-	fromEvent := conversion(1, stats.Pending)
+	fromEvent := conversion(1, events.CommissionPending)
 	fromEvent.ID, fromEvent.Sub1, fromEvent.LinkID = "cnv_2", "given", "lnk_given"
-	noClick := conversion(1, stats.Pending)
+	noClick := conversion(1, events.CommissionPending)
 	noClick.ID, noClick.ClickID = "cnv_3", "clk_unknown"
-	if _, err := w.WriteConversions(ctx, []Conversion{conversion(1, stats.Pending), fromEvent, noClick}); err != nil {
+	if _, err := w.WriteConversions(ctx, []Conversion{conversion(1, events.CommissionPending), fromEvent, noClick}); err != nil {
 		t.Fatal(err)
 	}
 	// A status change keeps the attribution the conversion started with.
-	if _, err := w.WriteConversions(ctx, []Conversion{conversion(2, stats.Approved)}); err != nil {
+	if _, err := w.WriteConversions(ctx, []Conversion{conversion(2, events.CommissionApproved)}); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int64{}
@@ -259,11 +259,11 @@ func TestAPlanCountsWhatThePlanBeforeItInsertsAsStored(t *testing.T) {
 		t.Errorf("second click plan: %+v, want %+v", got, want)
 	}
 
-	pending, err := w.planConversions(ctx, []Conversion{conversion(1, stats.Pending)}, nil)
+	pending, err := w.planConversions(ctx, []Conversion{conversion(1, events.CommissionPending)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	approved, err := w.planConversions(ctx, []Conversion{conversion(1, stats.Pending), conversion(2, stats.Approved)}, pending)
+	approved, err := w.planConversions(ctx, []Conversion{conversion(1, events.CommissionPending), conversion(2, events.CommissionApproved)}, pending)
 	if err != nil {
 		t.Fatal(err)
 	}

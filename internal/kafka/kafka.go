@@ -1,6 +1,6 @@
 // Package kafka holds PartnerStream's Kafka plumbing: the topic names, the connection
-// settings, topic provisioning, a readiness probe, and the writer and reader every component
-// builds on, so that all of them agree on acks, partitioning and commit semantics.
+// settings, topic provisioning, a readiness probe, and the producer and reader every
+// component builds on, so that all of them agree on acks, partitioning and commit semantics.
 //
 // The clients are segmentio/kafka-go. They run against a real Kafka in production and
 // against the embedded kfake broker (package embedded) in `partnerstream dev` and in tests,
@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -50,6 +51,20 @@ type Config struct {
 	Retention time.Duration
 	// ClientID identifies the component to the brokers; DefaultClientID when empty.
 	ClientID string
+	// Compression of produced record batches: none (the default), gzip, snappy, lz4 or zstd.
+	Compression string
+}
+
+// Compressions are the values Config.Compression takes.
+var Compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+// compression is the codec of Config.Compression (validated); 0 is none.
+func (c Config) compression() kafkago.Compression {
+	var codec kafkago.Compression
+	if c.Compression != "" && c.Compression != "none" {
+		_ = codec.UnmarshalText([]byte(c.Compression))
+	}
+	return codec
 }
 
 // Validate reports every invalid field at once, each message naming its field, so an
@@ -72,6 +87,9 @@ func (c Config) Validate() error {
 	}
 	if c.Retention <= 0 {
 		errs = append(errs, fmt.Errorf("kafka: retention: must be positive, got %s", c.Retention))
+	}
+	if c.Compression != "" && !slices.Contains(Compressions, c.Compression) {
+		errs = append(errs, fmt.Errorf("kafka: compression: must be one of %v, got %q", Compressions, c.Compression))
 	}
 	return errors.Join(errs...)
 }
@@ -99,40 +117,6 @@ func (c Config) clientID() string {
 
 func newDialer(clientID string) *kafkago.Dialer {
 	return &kafkago.Dialer{ClientID: clientID, Timeout: dialTimeout, DualStack: true}
-}
-
-// NewWriter returns a producer for one topic tuned for synchronous use: WriteMessages
-// returns once every in-sync replica has the messages, so a caller (the outbox relay) may treat
-// a nil error as durable. The click recorder builds its requests itself (NewClient).
-//
-// Messages with the same key always land on the same partition, which is what keeps one
-// aggregate's events in order. The balancer is murmur2, the Java client's default
-// partitioner, so any other producer to these topics (Kafka Connect, a franz-go tool, a
-// Java service) places a key on the same partition.
-//
-// The caller must Close the writer: that also releases its connection pool.
-func NewWriter(cfg Config, topic string) *kafkago.Writer {
-	// The WriterConfig constructor is deprecated, but it is the only way to give the writer
-	// a transport that carries our ClientID AND that Writer.Close releases. A Writer literal
-	// with its own Transport leaks that transport's metadata goroutines after Close, and
-	// one with the shared DefaultTransport cannot carry a client id.
-	w := kafkago.NewWriter(kafkago.WriterConfig{ //nolint:staticcheck // see above
-		Brokers: cfg.Brokers,
-		Topic:   topic,
-		Dialer:  newDialer(cfg.clientID()),
-		// The default batch timeout is 1 s, which every synchronous WriteMessages call would
-		// wait out; a few ms still lets concurrent callers share a request.
-		BatchTimeout: 2 * time.Millisecond,
-		// kafka-go allocates a BatchSize-long slice per batch, so the default 100 is kept
-		// explicit: raising it costs memory on every write for no gain at our call rates.
-		BatchSize:    100,
-		RequiredAcks: int(kafkago.RequireAll),
-		Balancer:     kafkago.Murmur2Balancer{},
-		// AllowAutoTopicCreation stays false (this constructor never sets it): topics come
-		// from EnsureTopics with our partitions and retention, and a typo'd topic must fail
-		// rather than be auto-created with broker defaults.
-	})
-	return w
 }
 
 // NewReader returns a consumer-group member for one topic. Offsets are committed only when
@@ -259,13 +243,4 @@ func contextErr(ctx context.Context) error {
 		return context.DeadlineExceeded
 	}
 	return nil
-}
-
-// NewClient returns a kafka-go Client of the brokers over a transport of its own, which
-// carries the client id, for a producer that builds its requests itself (the click
-// recorder). Call the returned function to close the transport's connections.
-func NewClient(cfg Config) (*kafkago.Client, func()) {
-	d := &net.Dialer{Timeout: dialTimeout}
-	t := &kafkago.Transport{Dial: d.DialContext, DialTimeout: dialTimeout, ClientID: cfg.clientID()}
-	return &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Transport: t}, t.CloseIdleConnections
 }

@@ -176,7 +176,7 @@ func TestWriterReaderRoundTripAndGroupResume(t *testing.T) {
 	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicEvents); err != nil {
 		t.Fatal(err)
 	}
-	w := kafka.NewWriter(cfg, kafka.TopicEvents)
+	w := kafka.NewProducer(cfg, kafka.TopicEvents, kafka.ProducerOptions{})
 	defer w.Close()
 	const group = "roundtrip"
 
@@ -207,7 +207,7 @@ func TestReaderRedeliversUncommittedMessages(t *testing.T) {
 	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicClicks); err != nil {
 		t.Fatal(err)
 	}
-	w := kafka.NewWriter(cfg, kafka.TopicClicks)
+	w := kafka.NewProducer(cfg, kafka.TopicClicks, kafka.ProducerOptions{})
 	defer w.Close()
 	msgs := keyedMessages("click", 5)
 	produce(ctx, t, w, msgs)
@@ -282,10 +282,10 @@ func TestPingHonoursContext(t *testing.T) {
 	}
 }
 
-func keyedMessages(prefix string, n int) []kafkago.Message {
-	msgs := make([]kafkago.Message, n)
+func keyedMessages(prefix string, n int) []kafka.Record {
+	msgs := make([]kafka.Record, n)
 	for i := range msgs {
-		msgs[i] = kafkago.Message{
+		msgs[i] = kafka.Record{
 			Key:   []byte(fmt.Sprintf("key-%d", i%7)),
 			Value: []byte(fmt.Sprintf("%s-%03d", prefix, i)),
 		}
@@ -293,17 +293,16 @@ func keyedMessages(prefix string, n int) []kafkago.Message {
 	return msgs
 }
 
-func produce(ctx context.Context, t *testing.T, w *kafkago.Writer, msgs []kafkago.Message) {
+func produce(ctx context.Context, t *testing.T, p *kafka.Producer, msgs []kafka.Record) {
 	t.Helper()
-	// One call per message, as the click handler does, so each write must return well
-	// before kafka-go's default 1 s batch timeout.
+	// One call per record, so each must return at once, without waiting to gather a batch.
 	for _, m := range msgs {
 		start := time.Now()
-		if err := w.WriteMessages(ctx, m); err != nil {
-			t.Fatalf("write %s: %v", m.Value, err)
+		if errs := p.Produce(ctx, []kafka.Record{m}); errs != nil {
+			t.Fatalf("write %s: %v", m.Value, errs[0])
 		}
 		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Fatalf("write %s took %s: the writer is waiting out a batch timeout", m.Value, d)
+			t.Fatalf("write %s took %s: the producer is waiting out a batch timeout", m.Value, d)
 		}
 	}
 }
@@ -326,7 +325,7 @@ func consume(ctx context.Context, t *testing.T, r *kafkago.Reader, n int, commit
 	return got
 }
 
-func assertSameMessages(t *testing.T, got, want []kafkago.Message) {
+func assertSameMessages(t *testing.T, got []kafkago.Message, want []kafka.Record) {
 	t.Helper()
 	wantSet := map[string]string{}
 	for _, m := range want {

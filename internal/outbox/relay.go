@@ -8,15 +8,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/metrics"
 )
 
-// Writer produces messages synchronously: a nil error means the brokers have them. The
-// kafka-go Writer from kafka.NewWriter(cfg, kafka.TopicEvents) is one.
-type Writer interface {
-	WriteMessages(ctx context.Context, msgs ...kafkago.Message) error
+// Producer produces records synchronously: a nil answer means the brokers have them all,
+// otherwise it holds each record's error. kafka.NewProducer(cfg, kafka.TopicEvents, ...) is
+// one; it places an aggregate's events by key, so they stay in order on one partition.
+type Producer interface {
+	Produce(ctx context.Context, recs []kafka.Record) []error
 }
 
 // RelayOptions tune a relay; zero values take the defaults.
@@ -59,13 +60,13 @@ var (
 // Relay publishes the outbox to Kafka: at least once, in id order, keyed by aggregate id.
 type Relay struct {
 	db        *pgxpool.Pool
-	w         Writer
+	p         Producer
 	o         RelayOptions
 	lastCount time.Time
 }
 
-// NewRelay returns a relay from db to w.
-func NewRelay(db *pgxpool.Pool, w Writer, o RelayOptions) *Relay {
+// NewRelay returns a relay from db to p.
+func NewRelay(db *pgxpool.Pool, p Producer, o RelayOptions) *Relay {
 	if o.BatchSize <= 0 {
 		o.BatchSize = 100
 	}
@@ -81,7 +82,7 @@ func NewRelay(db *pgxpool.Pool, w Writer, o RelayOptions) *Relay {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Relay{db: db, w: w, o: o}
+	return &Relay{db: db, p: p, o: o}
 }
 
 // Name implements run.Component.
@@ -159,13 +160,13 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 	if len(batch) == 0 {
 		return 0, nil
 	}
-	msgs := make([]kafkago.Message, len(batch))
+	recs := make([]kafka.Record, len(batch))
 	ids := make([]int64, len(batch))
 	for i, p := range batch {
-		msgs[i] = kafkago.Message{Key: []byte(p.key), Value: p.envelope, Time: p.createdAt}
+		recs[i] = kafka.Record{Key: []byte(p.key), Value: p.envelope, Time: p.createdAt}
 		ids[i] = p.id
 	}
-	if err := r.w.WriteMessages(ctx, msgs...); err != nil {
+	if err := kafka.FirstError(r.p.Produce(ctx, recs)); err != nil {
 		return 0, fmt.Errorf("outbox: produce %d events: %w", len(batch), err)
 	}
 	now := r.o.Now()

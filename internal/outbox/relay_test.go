@@ -28,7 +28,7 @@ const partitions = 3
 type env struct {
 	db      *pgxpool.Pool
 	brokers []string
-	w       *kafkago.Writer
+	w       *kafka.Producer
 }
 
 func newEnv(t *testing.T) *env {
@@ -41,8 +41,8 @@ func newEnv(t *testing.T) *env {
 	if err := kafka.EnsureTopics(tctx, cfg, kafka.TopicEvents); err != nil {
 		t.Fatal(err)
 	}
-	w := kafka.NewWriter(cfg, kafka.TopicEvents)
-	t.Cleanup(func() { w.Close() })
+	w := kafka.NewProducer(cfg, kafka.TopicEvents, kafka.ProducerOptions{})
+	t.Cleanup(w.Close)
 	return &env{db: db, brokers: cfg.Brokers, w: w}
 }
 
@@ -248,14 +248,14 @@ func TestRelayPublishesNewEventsWithoutRestart(t *testing.T) {
 
 // crashAfterWrite produces for real, then "kills" the relay before it can mark the events.
 type crashAfterWrite struct {
-	w      outbox.Writer
+	w      outbox.Producer
 	cancel context.CancelFunc
 }
 
-func (c crashAfterWrite) WriteMessages(ctx context.Context, msgs ...kafkago.Message) error {
-	err := c.w.WriteMessages(ctx, msgs...)
+func (c crashAfterWrite) Produce(ctx context.Context, recs []kafka.Record) []error {
+	errs := c.w.Produce(ctx, recs)
 	c.cancel()
-	return err
+	return errs
 }
 
 func TestEventsProducedBeforeACrashArePublishedAgainNotLost(t *testing.T) {
@@ -295,15 +295,17 @@ func TestEventsProducedBeforeACrashArePublishedAgainNotLost(t *testing.T) {
 
 // flaky fails its first calls without producing anything.
 type flaky struct {
-	w     outbox.Writer
+	w     outbox.Producer
 	fails atomic.Int32
 }
 
-func (f *flaky) WriteMessages(ctx context.Context, msgs ...kafkago.Message) error {
+func (f *flaky) Produce(ctx context.Context, recs []kafka.Record) []error {
 	if f.fails.Add(-1) >= 0 {
-		return errors.New("broker unavailable")
+		errs := make([]error, len(recs))
+		errs[0] = errors.New("broker unavailable")
+		return errs
 	}
-	return f.w.WriteMessages(ctx, msgs...)
+	return f.w.Produce(ctx, recs)
 }
 
 func TestRelayRetriesAfterKafkaFailures(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/timebound"
@@ -43,15 +44,6 @@ var Groupings = []GroupBy{Day, Program, Affiliate, Link, Sub1, Attribution}
 const (
 	DefaultDays = 30
 	MaxDays     = 400
-)
-
-// Commission statuses a conversion can be in (its commission's status).
-const (
-	Pending  = "pending"
-	Approved = "approved"
-	Rejected = "rejected"
-	Paid     = "paid"
-	Reversed = "reversed"
 )
 
 // Scope is who asks: an advertiser sees the traffic of its programs, an affiliate its own.
@@ -493,15 +485,15 @@ func (c conversionFigures) zero() bool {
 // currency.
 func (c conversionFigures) addTo(r *Row, a *Amount) {
 	switch c.status {
-	case Pending:
+	case events.CommissionPending:
 		r.Conversions.Pending += c.count
-	case Approved:
+	case events.CommissionApproved:
 		r.Conversions.Approved += c.count
-	case Rejected:
+	case events.CommissionRejected:
 		r.Conversions.Rejected += c.count
-	case Paid:
+	case events.CommissionPaid:
 		r.Conversions.Paid += c.count
-	case Reversed:
+	case events.CommissionReversed:
 		r.Conversions.Reversed += c.count
 	}
 	r.Conversions.Total += c.count
@@ -513,7 +505,7 @@ func (c conversionFigures) addTo(r *Row, a *Amount) {
 
 // earningStatuses are the statuses whose commission is or will be earned: their amounts are
 // summed. Rejected and reversed conversions are counted by status but earn nothing.
-var earningStatuses = []string{Pending, Approved, Paid}
+var earningStatuses = []string{events.CommissionPending, events.CommissionApproved, events.CommissionPaid}
 
 // inCurrency narrows a conversions filter to currency, when one is asked.
 func inCurrency(where string, args []any, currency string) (string, []any) {

@@ -126,16 +126,16 @@ func seeded(t *testing.T) *stats.Service {
 			Attribution: attribution}
 	}
 	_, err := w.WriteConversions(ctx, []ingest.Conversion{
-		conv("cnv_1", "2026-06-10", "co_a", "co_x", "prg_a1", "lnk_a1x", "EUR", stats.Approved, 700),
-		conv("cnv_2", "2026-06-12", "co_a", "co_x", "prg_a2", "lnk_a2x", "EUR", stats.Pending, 300),
-		conv("cnv_3", "2026-06-10", "co_b", "co_x", "prg_b1", "lnk_b1x", "USD", stats.Paid, 900),
-		conv("cnv_4", "2026-06-11", "co_a", "co_y", "prg_a2", "", "EUR", stats.Pending, 50),
+		conv("cnv_1", "2026-06-10", "co_a", "co_x", "prg_a1", "lnk_a1x", "EUR", events.CommissionApproved, 700),
+		conv("cnv_2", "2026-06-12", "co_a", "co_x", "prg_a2", "lnk_a2x", "EUR", events.CommissionPending, 300),
+		conv("cnv_3", "2026-06-10", "co_b", "co_x", "prg_b1", "lnk_b1x", "USD", events.CommissionPaid, 900),
+		conv("cnv_4", "2026-06-11", "co_a", "co_y", "prg_a2", "", "EUR", events.CommissionPending, 50),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The coupon conversion is rejected later: it leaves its attribution's earning figures.
-	rejected := conv("cnv_4", "2026-06-11", "co_a", "co_y", "prg_a2", "", "EUR", stats.Rejected, 50)
+	rejected := conv("cnv_4", "2026-06-11", "co_a", "co_y", "prg_a2", "", "EUR", events.CommissionRejected, 50)
 	rejected.Version, rejected.EventID = 2, "evt_cnv_4_2"
 	if _, err := w.WriteConversions(ctx, []ingest.Conversion{rejected}); err != nil {
 		t.Fatal(err)

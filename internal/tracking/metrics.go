@@ -1,7 +1,6 @@
 package tracking
 
 import (
-	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/metrics"
 )
 
@@ -23,8 +22,6 @@ var (
 	spoolBytes      = metrics.NewGauge("clicks_spool_bytes", "Bytes in the click spool waiting for Kafka.")
 	clicksBot       = metrics.NewCounter("clicks_bot_total", "Clicks flagged as coming from a bot (still redirected).")
 	clicksDuplicate = metrics.NewCounter("clicks_duplicate_total", "Clicks flagged as a repeat of the same visitor on the same link within the duplicate window.")
-
-	produceClicks = kafka.ProduceDuration.WithLabelValues(kafka.TopicClicks)
 )
 
 func init() {

@@ -419,9 +419,11 @@ func (r *Recorder) submit(items []item) []*kafkaWrite {
 		writes[i] = kafkaWrite{id: it.id, done: done}
 		ds[i] = &writes[i]
 	}
-	r.p.start(items, func(written int, err error) {
-		for _, d := range ds[written:] {
-			d.err = err
+	r.p.start(items, func(errs []error) {
+		if errs != nil {
+			for i, d := range ds {
+				d.err = errs[i]
+			}
 		}
 		close(done)
 	})

@@ -80,17 +80,15 @@ func TestDataDirKeepsMessagesAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]bool{}
-	w := kafka.NewWriter(cfg, kafka.TopicClicks)
+	w := kafka.NewProducer(cfg, kafka.TopicClicks, kafka.ProducerOptions{})
 	for i := range 20 {
 		v := fmt.Sprintf("click-%02d", i)
-		if err := w.WriteMessages(ctx, kafkago.Message{Key: []byte(v), Value: []byte(v)}); err != nil {
+		if err := kafka.FirstError(w.Produce(ctx, []kafka.Record{kafka.Record{Key: []byte(v), Value: []byte(v)}})); err != nil {
 			t.Fatalf("write %s: %v", v, err)
 		}
 		want[v] = true
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	w.Close()
 	first.Close()
 
 	second := start(t, embedded.Options{Addr: "127.0.0.1:0", DataDir: dir})
@@ -162,11 +160,11 @@ func TestDataDirIsExclusive(t *testing.T) {
 
 func TestTopicsAreNotAutoCreated(t *testing.T) {
 	b := start(t, embedded.Options{})
-	w := kafka.NewWriter(config(b), "partnerstream.typo")
+	w := kafka.NewProducer(config(b), "partnerstream.typo", kafka.ProducerOptions{})
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := w.WriteMessages(ctx, kafkago.Message{Value: []byte("x")})
+	err := kafka.FirstError(w.Produce(ctx, []kafka.Record{kafka.Record{Value: []byte("x")}}))
 	if err == nil {
 		t.Fatal("write to a topic nobody created succeeded")
 	}
