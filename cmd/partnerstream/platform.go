@@ -77,7 +77,7 @@ const kafkaStartupTimeout = 30 * time.Second
 
 // connectKafka checks the brokers answer and creates the topics if they are missing.
 func (p *platform) connectKafka(ctx context.Context, cfg *config.Kafka, clientID string) error {
-	p.kafka = kafka.Config{Brokers: cfg.Brokers, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor, Retention: cfg.Retention, ClientID: clientID}
+	p.kafka = kafka.Config{Brokers: cfg.Brokers, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor, Retention: cfg.Retention, ClientID: clientID, Compression: cfg.Compression}
 	// A broker address that accepts connections but never answers must not hang start-up.
 	ctx, cancel := context.WithTimeout(ctx, kafkaStartupTimeout)
 	defer cancel()

@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/kafka"
 )
 
 // Common settings every long-running component takes.
@@ -109,6 +111,7 @@ type Kafka struct {
 	Partitions        int
 	ReplicationFactor int
 	Retention         time.Duration
+	Compression       string
 	// Optional leaves Brokers empty without error (dev then embeds a broker).
 	Optional bool
 }
@@ -118,6 +121,7 @@ func (k *Kafka) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&k.Partitions, "kafka-partitions", 6, "partitions of the topics created at start")
 	fs.IntVar(&k.ReplicationFactor, "kafka-replication-factor", 1, "replication factor of the topics created at start")
 	fs.DurationVar(&k.Retention, "kafka-retention", 7*24*time.Hour, "retention of the topics created at start")
+	fs.StringVar(&k.Compression, "kafka-compression", "none", "compression of produced record batches: none, gzip, snappy, lz4 or zstd")
 }
 
 func (k *Kafka) Validate() error {
@@ -140,6 +144,9 @@ func (k *Kafka) Validate() error {
 	}
 	if k.Retention < time.Hour {
 		return Invalid("kafka-retention", errors.New("must be at least 1h"))
+	}
+	if !slices.Contains(kafka.Compressions, k.Compression) {
+		return Invalid("kafka-compression", fmt.Errorf("must be one of %s", strings.Join(kafka.Compressions, ", ")))
 	}
 	return nil
 }
