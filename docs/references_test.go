@@ -21,6 +21,8 @@ var forbidden = []string{"ARCHITECTURE" + ".md", ".." + "/shared"}
 var (
 	// docsPath is a mention of a guide anywhere, in code or prose: docs/<name>.md.
 	docsPath = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./-])((?:\.\./)*docs/[A-Za-z0-9_-]+\.md)`)
+	// sourcePath is a source file named in a Markdown document, as `internal/ingest/writer.go`.
+	sourcePath = regexp.MustCompile("`((?:cmd|internal|controllers|api|hack|charts)/[A-Za-z0-9_./-]+\\.(?:go|sh|yaml|sql))`")
 	// mdLink is a relative Markdown link to a Markdown file, with an optional anchor.
 	mdLink = regexp.MustCompile(`\]\(([^)#\s:]+\.md)(#[^)\s]*)?\)`)
 	// heading is a Markdown heading.
@@ -28,8 +30,9 @@ var (
 )
 
 // TestNoFileCitesADocumentItDoesNotContain reads every text file of the repository: none may
-// cite a document kept outside it, every docs/<name>.md it names must exist, and every
-// relative Markdown link must lead to an existing file and, with an anchor, to a heading of it.
+// cite a document kept outside it, every docs/<name>.md it names must exist, every source
+// file a Markdown document names must exist, and every relative Markdown link must lead to
+// an existing file and, with an anchor, to a heading of it.
 func TestNoFileCitesADocumentItDoesNotContain(t *testing.T) {
 	files := textFiles(t)
 	if len(files) < 50 {
@@ -55,6 +58,11 @@ func TestNoFileCitesADocumentItDoesNotContain(t *testing.T) {
 		}
 		if filepath.Ext(path) != ".md" {
 			continue
+		}
+		for _, m := range sourcePath.FindAllSubmatch(body, -1) {
+			if _, err := os.Stat(filepath.Join(root, string(m[1]))); err != nil {
+				t.Errorf("%s names %s, which does not exist", rel, m[1])
+			}
 		}
 		for _, m := range mdLink.FindAllSubmatch(body, -1) {
 			target := filepath.Join(filepath.Dir(path), string(m[1]))

@@ -9,8 +9,9 @@ import (
 )
 
 // clickParser decodes click events, the bulk of what ingest reads. Decoding them into
-// events.Click by reflection (encoding/json, then json-iterator) took a third of ingest's
-// CPU, most of it allocating one string per field and collecting them again. scan reads the
+// events.Click by reflection (encoding/json, then json-iterator) was a large share of
+// ingest's CPU (docs/stats.md), most of it allocating one string per field and collecting
+// them again. scan reads the
 // clicks the platform writes in one pass over their bytes, and fastjson, which parses into a
 // reusable tree without allocating, the rest; the click's strings are copied into an arena
 // of strings (below).

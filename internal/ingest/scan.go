@@ -7,8 +7,7 @@ import (
 )
 
 // scan decodes a click as the platform writes it, a flat object of strings, booleans and
-// nulls, in one pass over its bytes: fastjson's value tree and the visit of it were half of
-// decoding. It reports false for anything else (numbers, nested values, escapes in keys, surrogate or malformed escapes, a value of the wrong type, malformed JSON),
+// nulls, in one pass over its bytes, without fastjson's value tree and the visit of it. It reports false for anything else (numbers, nested values, escapes in keys, surrogate or malformed escapes, a value of the wrong type, malformed JSON),
 // which parse then hands to fastjson: both read the same (FuzzClickParser), and fastjson's
 // errors are the only ones. The strings go to the arena from start on, as parseTree's do.
 func (cp *clickParser) scan(data []byte, r *clickRecord, start int) bool {

@@ -74,7 +74,7 @@ func (c *verdictCache) match(text string) bool {
 
 // matcher finds any of a set of lowercase ASCII substrings in one pass over the text, case
 // insensitively (an Aho-Corasick automaton): the redirect checks every user agent against
-// every marker, and a search per marker cost half of its own work.
+// every marker, and a search per marker was a large share of its own work.
 type matcher struct {
 	next [][128]uint16 // state x ASCII byte -> state, failure links folded in
 	out  []bool        // a marker ends in this state (or in one of its suffixes)

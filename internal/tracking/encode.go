@@ -9,7 +9,7 @@ import (
 
 // encodeClick appends the JSON of a click, as encoding/json would write events.Click (same
 // field names, order and omitempty fields), without reflection: it runs on every redirect,
-// where json.Marshal cost about a tenth of the CPU. TestEncodeClickMatchesEncodingJSON and
+// where json.Marshal's reflection showed in the profile. TestEncodeClickMatchesEncodingJSON and
 // FuzzEncodeClick hold the two together; a field added to events.Click must be added here.
 func encodeClick(dst []byte, c *events.Click) []byte {
 	dst = append(dst, `{"click_id":`...)
