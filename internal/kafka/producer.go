@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
 	"github.com/prometheus/client_golang/prometheus"
+	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/partnerstream/partnerstream/internal/run"
 )
