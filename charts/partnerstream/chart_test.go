@@ -2,6 +2,7 @@ package chart
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -105,6 +106,16 @@ var chartCases = []chartCase{
 			if got := job.Spec.Template.Spec.Containers[0].Args; !slices.Equal(got, []string{"migrate"}) {
 				t.Errorf("migrate Job args = %v", got)
 			}
+			// Click ids are always signed: without a key of the operator's, the chart makes one,
+			// kept across upgrades and uninstalls, and the api reads it.
+			secret := one[corev1.Secret](t, r, "Secret", "-click-ids")
+			ring := strings.SplitN(string(secret.Data["keys"]), ":", 2)
+			if key, err := base64.StdEncoding.DecodeString(ring[len(ring)-1]); len(ring) != 2 || ring[0] != "c1" || err != nil || len(key) != 32 ||
+				secret.Annotations["helm.sh/resource-policy"] != "keep" {
+				t.Errorf("click-id Secret holds %q (annotations %v), want c1:<32 random bytes> kept on uninstall", secret.Data["keys"], secret.Annotations)
+			}
+			wantSecretEnv(t, containerEnv(component(t, r, "api").Template.Spec.Containers[0]), map[string][2]string{
+				"PARTNERSTREAM_CLICK_ID_KEYS": {secret.Name, "keys"}})
 		},
 	},
 	{

@@ -56,7 +56,8 @@ func componentMetrics(t *testing.T) map[string][]byte {
 	httpAddr := testenv.FreeAddr(t)
 	args := map[string][]string{
 		"api": concat(ch, kube, []string{"--postgres-url", pg, "--kafka-brokers", brokers, "--http-addr", httpAddr,
-			"--session-keys", "k1:" + base64.StdEncoding.EncodeToString(key), "--click-spool-dir", filepath.Join(dir, "spool")}),
+			"--session-keys", "k1:" + base64.StdEncoding.EncodeToString(key), "--click-id-keys", "c1:" + base64.StdEncoding.EncodeToString(key),
+			"--click-spool-dir", filepath.Join(dir, "spool")}),
 		"ingest":     concat(ch, []string{"--kafka-brokers", brokers}),
 		"deliver":    concat(kube, []string{"--postgres-url", pg, "--kafka-brokers", brokers}),
 		"controller": concat(kube, []string{"--leader-elect=false"}),

@@ -44,7 +44,10 @@ type apiSettings struct {
 }
 
 func (s *apiSettings) groups() []config.Group {
-	clickIDKeys := keysChecked{&s.tracking, "click-id-keys", &s.tracking.ClickIDKeys, func(spec string) error {
+	// Click ids are always signed: a conversion is attributed from its id alone, never by
+	// waiting for the click to reach ClickHouse. The chart makes a key when none is given,
+	// and dev keeps its own.
+	clickIDKeys := keysChecked{Group: &s.tracking, flag: "click-id-keys", spec: &s.tracking.ClickIDKeys, required: true, parse: func(spec string) error {
 		_, err := clickid.ParseKeys(spec)
 		return err
 	}}
@@ -106,10 +109,8 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	if err != nil {
 		return nil, config.Invalid("click-spool-dir", err)
 	}
-	var clickIDs clickid.Keys
-	if s.tracking.ClickIDKeys == "" {
-		log.Warn("no --click-id-keys: click ids are plain, and a conversion waits for its click to reach ClickHouse")
-	} else if clickIDs, err = clickid.ParseKeys(s.tracking.ClickIDKeys); err != nil {
+	clickIDs, err := clickid.ParseKeys(s.tracking.ClickIDKeys)
+	if err != nil {
 		return nil, config.Invalid("click-id-keys", err)
 	}
 	clicks := tracking.NewService(resolver, recorder, tracking.ServiceOptions{ClickIDs: clickIDs, Log: log})

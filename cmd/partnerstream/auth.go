@@ -30,7 +30,7 @@ func (a *authSettings) groups() []config.Group {
 }
 
 func sessionKeysChecked(s *config.Session) config.Group {
-	return keysChecked{s, "session-keys", &s.Keys, func(spec string) error {
+	return keysChecked{Group: s, flag: "session-keys", spec: &s.Keys, parse: func(spec string) error {
 		_, err := session.ParseKeys(spec)
 		return err
 	}}
@@ -43,6 +43,9 @@ type keysChecked struct {
 	flag  string
 	spec  *string
 	parse func(string) error
+	// required refuses an empty ring here, for a group that lets it be empty (dev makes its
+	// own keys where the api must be given them).
+	required bool
 }
 
 func (k keysChecked) Validate() error {
@@ -50,6 +53,9 @@ func (k keysChecked) Validate() error {
 		return err
 	}
 	if *k.spec == "" {
+		if k.required {
+			return config.Missing(k.flag)
+		}
 		return nil
 	}
 	if err := k.parse(*k.spec); err != nil {

@@ -46,12 +46,15 @@ func closedAddr(*testing.T) string { return "127.0.0.1:1" }
 // sessionKeys is a valid --session-keys value for the api.
 const sessionKeys = "k1:MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="
 
+// clickIDKeys is a valid --click-id-keys value for the api.
+const clickIDKeys = "c1:MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="
+
 // spoolDir keeps the click spools of the api processes these tests start.
 var spoolDir string
 
 func command(env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(binary, args...)
-	base := []string{"PARTNERSTREAM_SESSION_KEYS=" + sessionKeys, "PARTNERSTREAM_CLICK_SPOOL_DIR=" + filepath.Join(spoolDir, filepath.Base(os.Args[0])+"-"+testenv.Name("s"))}
+	base := []string{"PARTNERSTREAM_SESSION_KEYS=" + sessionKeys, "PARTNERSTREAM_CLICK_ID_KEYS=" + clickIDKeys, "PARTNERSTREAM_CLICK_SPOOL_DIR=" + filepath.Join(spoolDir, filepath.Base(os.Args[0])+"-"+testenv.Name("s"))}
 	if ch := os.Getenv(testenv.EnvClickHouse); ch != "" {
 		base = append(base, "PARTNERSTREAM_CLICKHOUSE_ADDR="+ch)
 	}
@@ -69,6 +72,7 @@ func TestAComponentRefusesToStartWithAOneLineErrorNamingTheProblem(t *testing.T)
 	}{
 		{"api without a Postgres URL", []string{"api"}, nil, "setting --postgres-url (PARTNERSTREAM_POSTGRES_URL): is required"},
 		{"api without session keys", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t)}, []string{"PARTNERSTREAM_SESSION_KEYS="}, "setting --session-keys (PARTNERSTREAM_SESSION_KEYS): is required"},
+		{"api without click-id keys", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t)}, []string{"PARTNERSTREAM_CLICK_ID_KEYS="}, "setting --click-id-keys (PARTNERSTREAM_CLICK_ID_KEYS): is required"},
 		{"api with a short session key", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t), "--session-keys", "k1:c2hvcnQ="}, nil, "setting --session-keys"},
 		{"api with a short click-id key", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t), "--click-id-keys", "c1:c2hvcnQ="}, nil, "setting --click-id-keys (PARTNERSTREAM_CLICK_ID_KEYS): click-id keys: key \"c1\" has 5 bytes"},
 		{"api with a malformed broker list", []string{"api", "--postgres-url", pg, "--kafka-brokers", "nohost"}, nil, "setting --kafka-brokers"},

@@ -362,8 +362,8 @@ type Tracking struct {
 	SpoolDir      string
 	SpoolMaxBytes int64
 	AckTimeout    time.Duration
-	// ClickIDKeys sign click ids (kid:base64 ring); empty: plain ids, attributed through
-	// ClickHouse only.
+	// ClickIDKeys sign click ids (kid:base64 ring). The api requires them; dev makes its
+	// own when none are given.
 	ClickIDKeys string
 }
 
@@ -376,7 +376,7 @@ func (t *Tracking) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.SpoolDir, "click-spool-dir", def, "directory of the click spool (clicks kept while Kafka is slow or down); one api process per directory")
 	fs.Int64Var(&t.SpoolMaxBytes, "click-spool-max-bytes", 1<<30, "largest click spool; beyond it clicks are dropped and counted")
 	fs.DurationVar(&t.AckTimeout, "click-ack-timeout", 50*time.Millisecond, "ack mode: how long Kafka has to acknowledge a click before it is spooled")
-	fs.StringVar(&t.ClickIDKeys, "click-id-keys", "", "click-id signing keys kid:base64(>=32 bytes), comma-separated; the first signs, all verify; keep an old key for 365 days after it stopped signing (see docs/tracking.md, section Click ids). Empty: plain click ids, attributed through ClickHouse only")
+	fs.StringVar(&t.ClickIDKeys, "click-id-keys", "", "click-id signing keys kid:base64(>=32 bytes), comma-separated; the first signs, all verify; keep an old key for 365 days after it stopped signing (see docs/tracking.md, section Click ids). Required by the api (the chart makes one); dev keeps its own")
 }
 
 func (t *Tracking) Validate() error {

@@ -16,6 +16,11 @@
 {{- end }}
 {{- end }}
 
+{{/* The Secret that holds the click-id keys the chart makes when none is given. */}}
+{{- define "partnerstream.clickIDSecret" -}}
+{{- printf "%s-click-ids" (include "partnerstream.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{/* The name of a component's objects: (dict "root" $ "component" "api"). */}}
 {{- define "partnerstream.componentName" -}}
 {{- printf "%s-%s" (include "partnerstream.fullname" .root | trunc 52 | trimSuffix "-") .component }}
@@ -98,7 +103,11 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_FAILED_AUTH_LIMIT, commands: [api], value: {{ int64 $v.api.failedAuthLimit | toString | toJson }}}
 - {env: PARTNERSTREAM_OPERATOR_COMPANIES, commands: [api], value: {{ join "," $v.api.operatorCompanies | toJson }}}
 - {env: PARTNERSTREAM_SESSION_KEYS, commands: [api], setting: {{ toJson $v.session.keys }}}
-- {env: PARTNERSTREAM_CLICK_ID_KEYS, commands: [api], setting: {{ toJson $v.clickIDs.keys }}}
+{{- $clickIDKeys := $v.clickIDs.keys }}
+{{- if not $clickIDKeys.secretName }}
+{{- $clickIDKeys = dict "secretName" (include "partnerstream.clickIDSecret" .) "secretKey" "keys" }}
+{{- end }}
+- {env: PARTNERSTREAM_CLICK_ID_KEYS, commands: [api], setting: {{ toJson $clickIDKeys }}}
 - {env: PARTNERSTREAM_SESSION_ACCESS_TTL, commands: [api], value: {{ toJson $v.session.accessTTL }}}
 - {env: PARTNERSTREAM_SESSION_REFRESH_TTL, commands: [api], value: {{ toJson $v.session.refreshTTL }}}
 - {env: PARTNERSTREAM_SMTP_HOST, commands: [api], setting: {{ toJson $v.smtp.host }}}
