@@ -11,6 +11,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/metrics"
+	"github.com/partnerstream/partnerstream/internal/run"
 )
 
 // Producer produces records synchronously: a nil answer means the brokers have them all,
@@ -91,7 +92,7 @@ func (r *Relay) Name() string { return "outbox-relay" }
 // Run publishes until ctx ends, then returns nil. Failures are logged and retried with a
 // backoff; a batch cut short by ctx stays unpublished and goes out again later.
 func (r *Relay) Run(ctx context.Context) error {
-	retry := r.o.PollInterval
+	failures := 0
 	for {
 		n, err := r.publishBatch(ctx)
 		if ctx.Err() != nil {
@@ -100,22 +101,18 @@ func (r *Relay) Run(ctx context.Context) error {
 		wait, draining := r.o.PollInterval, false
 		switch {
 		case err != nil:
+			failures++
 			publishErrors.Inc()
-			r.o.Log.Warn("outbox: publishing failed; will retry", "err", err, "retry_in", retry)
-			wait, retry = retry, min(2*retry, maxRetryInterval)
+			wait = run.BackoffBetween(failures, r.o.PollInterval, maxRetryInterval)
+			r.o.Log.Warn("outbox: publishing failed; will retry", "err", err, "retry_in", wait)
 		case n == r.o.BatchSize:
-			wait, retry, draining = 0, r.o.PollInterval, true
+			wait, failures, draining = 0, 0, true
 		default:
-			retry = r.o.PollInterval
+			failures = 0
 		}
 		r.countBacklog(ctx, draining)
-		if wait == 0 {
-			continue
-		}
-		select {
-		case <-ctx.Done():
+		if wait > 0 && !run.Sleep(ctx, wait) {
 			return nil
-		case <-time.After(wait):
 		}
 	}
 }

@@ -143,3 +143,12 @@ func TestBackoffDoublesFrom100msUpTo5s(t *testing.T) {
 		}
 	}
 }
+
+func TestBackoffBetweenDoublesFromLoUpToHi(t *testing.T) {
+	lo, hi := 20*time.Millisecond, 250*time.Millisecond
+	for attempt, want := range map[int]time.Duration{0: lo, 1: lo, 2: 40 * time.Millisecond, 4: 160 * time.Millisecond, 5: hi, 1 << 30: hi} {
+		if got := BackoffBetween(attempt, lo, hi); got != want {
+			t.Errorf("BackoffBetween(%d, %s, %s) = %s, want %s", attempt, lo, hi, got, want)
+		}
+	}
+}

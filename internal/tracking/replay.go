@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/partnerstream/partnerstream/internal/run"
 )
 
 // Settings of the replay loop and the async drain.
@@ -16,9 +18,7 @@ const (
 	drainBatch  = 1000
 	drainLinger = time.Millisecond
 	// replayPoll is how often the replay loop looks at the spool without being told.
-	replayPoll       = time.Second
-	replayBackoffMin = 100 * time.Millisecond
-	replayBackoffMax = 5 * time.Second
+	replayPoll = time.Second
 )
 
 // Run replays the spool and drains the async queue until ctx ends. Then it stops taking
@@ -106,7 +106,7 @@ func (r *Recorder) drain(stop <-chan struct{}) {
 func (r *Recorder) replayLoop(ctx context.Context) {
 	tick := time.NewTicker(replayPoll)
 	defer tick.Stop()
-	backoff := replayBackoffMin
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -120,19 +120,17 @@ func (r *Recorder) replayLoop(ctx context.Context) {
 		}
 		err := r.replay(ctx)
 		if err == nil {
-			backoff = replayBackoffMin
+			failures = 0
 			continue
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		r.o.Log.Warn("clicks: spool replay failed; retrying", "in", backoff, "spool_bytes", r.spool.Size(), "err", err)
-		select {
-		case <-ctx.Done():
+		failures++
+		r.o.Log.Warn("clicks: spool replay failed; retrying", "in", run.Backoff(failures), "spool_bytes", r.spool.Size(), "err", err)
+		if !run.Sleep(ctx, run.Backoff(failures)) {
 			return
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, replayBackoffMax)
 	}
 }
 
@@ -193,7 +191,6 @@ func (r *Recorder) replayWindow(ctx context.Context, payloads [][]byte) error {
 		}
 		send = append(send, item{id: head.ClickID, payload: p})
 	}
-	backoff := replayBackoffMin
 	for attempt := 1; len(send) > 0; attempt++ {
 		failed, err := r.writeAll(send)
 		if len(failed) == 0 {
@@ -208,12 +205,9 @@ func (r *Recorder) replayWindow(ctx context.Context, payloads [][]byte) error {
 			level = slog.LevelWarn
 		}
 		r.o.Log.Log(ctx, level, "clicks: Kafka refused spooled clicks; retrying", "clicks", len(send), "attempt", attempt, "err", err)
-		select {
-		case <-ctx.Done():
+		if !run.Sleep(ctx, run.Backoff(attempt)) {
 			return ctx.Err()
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, replayBackoffMax)
 	}
 	return nil
 }
