@@ -12,42 +12,31 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"log/slog"
-	"math"
 	"math/rand/v2"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/kafka"
-	"github.com/partnerstream/partnerstream/internal/kafka/embedded"
 	"github.com/partnerstream/partnerstream/internal/links"
 	"github.com/partnerstream/partnerstream/internal/links/linkstest"
-	"github.com/partnerstream/partnerstream/internal/metrics"
 	"github.com/partnerstream/partnerstream/internal/procstat"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/tracking"
@@ -111,7 +100,8 @@ func main() {
 // fatal lets the linkstest helpers stop the program.
 type fatal struct{}
 
-func (fatal) Helper()                           {}
+func (fatal) Helper() {}
+
 func (fatal) Fatalf(format string, args ...any) { log.Fatalf(format, args...) }
 
 type target struct {
@@ -246,80 +236,6 @@ func run(adminURL, spoolParent string, counts []int, threads int, duration, warm
 	return nil
 }
 
-// startBroker runs the embedded broker in a child process (this program with -broker): a
-// production broker is another machine, and the embedded one keeps every message in memory,
-// whose growing heap and copies must not burden the server's garbage collector.
-func startBroker() (addr string, pid int, stop func(), err error) {
-	cmd := exec.Command(os.Args[0], "-broker")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return "", 0, nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", 0, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", 0, nil, fmt.Errorf("start broker process: %w", err)
-	}
-	stop = func() { stdin.Close(); _ = cmd.Wait() }
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		stop()
-		return "", 0, nil, fmt.Errorf("broker process: %w", err)
-	}
-	return strings.TrimSpace(line), cmd.Process.Pid, stop, nil
-}
-
-// serveBroker is the child process of startBroker: it serves until its stdin closes.
-func serveBroker() {
-	b, err := embedded.Start(embedded.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(b.Addrs()[0])
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	b.Close()
-}
-
-// bareClickID has the length of a signed click id (clickid.Len), so the bare answer is as
-// long as the real one.
-const bareClickID = "clk_06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0"
-
-// bareRedirect answers with the same 302 the real redirect sends (Location, headers and
-// cookies), doing nothing else.
-func bareRedirect(c *fiber.Ctx) error {
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	c.Set("X-Robots-Tag", "noindex")
-	c.Set("X-Request-Id", "req_06f2d1x0k8m9q0000000000000")
-	c.Response().Header.Add(fiber.HeaderSetCookie, "ps_vid=AAAAAAAAAAAAAAAAAAAAAA; max-age=31536000; path=/c/; HttpOnly; SameSite=Lax")
-	c.Response().Header.Add(fiber.HeaderSetCookie, "ps_click="+bareClickID+"; max-age=2592000; path=/; HttpOnly; SameSite=Lax")
-	return c.Redirect("https://shop.example.com/landing?utm_source=affiliate&ps_click_id="+bareClickID, fiber.StatusFound)
-}
-
-// serveBare serves bareRedirect on a plain Fiber app.
-func serveBare(ctx context.Context) (string, error) {
-	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	app.Get("/c/:code", bareRedirect)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	go func() { _ = app.Listener(ln) }()
-	go func() { <-ctx.Done(); _ = app.Shutdown() }()
-	return ln.Addr().String(), nil
-}
-
-// serveMiddleware serves bareRedirect behind the api server's middleware (request id,
-// metrics, families, recovery): the part of the real redirect's cost that is not tracking.
-func serveMiddleware(ctx context.Context, log *slog.Logger) (string, error) {
-	srv := httpapi.New(httpapi.Options{Addr: "127.0.0.1:0", Log: log, Health: health.NewRegistry()})
-	srv.App().Get("/c/:code", bareRedirect)
-	go func() { _ = srv.Run(ctx) }()
-	return srv.Addr(ctx)
-}
-
 var (
 	profileDir     string
 	ackTimeout     time.Duration
@@ -346,34 +262,6 @@ func startProfile(name string) func() {
 	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
-type wrkResult struct {
-	rps      float64
-	p50, p99 time.Duration
-	requests int64
-	errors   int64 // socket errors and non-2xx/3xx answers
-	clicks   counters
-	// CPU time of this process (the servers) and of the broker process during the run.
-	serverCPU, brokerCPU time.Duration
-	// CPU time of wrk itself.
-	wrkCPU time.Duration
-	// produce is the latency of the recorder's produce requests during the run.
-	produce histogram
-}
-
-// cpuPerRequest is the CPU the whole loop spends on one request (server, broker and load
-// generator), in microseconds.
-func (r wrkResult) cpuPerRequest() float64 {
-	return r.perRequest(r.serverCPU + r.brokerCPU + r.wrkCPU)
-}
-
-// perRequest is a CPU time per answered request, in microseconds.
-func (r wrkResult) perRequest(d time.Duration) float64 {
-	if r.requests == 0 {
-		return 0
-	}
-	return float64(d.Microseconds()) / float64(r.requests)
-}
-
 // settle waits until a recorder has produced the clicks of the run (its counters stop
 // moving), so its tail does not load the next run.
 func settle(mode tracking.Mode) {
@@ -388,222 +276,6 @@ func settle(mode tracking.Mode) {
 			return
 		}
 		last = now
-	}
-}
-
-var (
-	reRPS      = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	rePct      = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
-	reRequests = regexp.MustCompile(`(\d+) requests in`)
-	reNon2xx   = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
-	reSocket   = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
-)
-
-func runWrk(bin, url string, threads, conns int, d time.Duration) (wrkResult, error) {
-	cmd := exec.Command(bin, "-t"+strconv.Itoa(threads), "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(int(d.Seconds()))+"s",
-		"--latency", "--timeout", "5s", url)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return wrkResult{}, fmt.Errorf("wrk: %w\n%s", err, out)
-	}
-	r, err := parseWrk(string(out))
-	r.wrkCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	return r, err
-}
-
-func parseWrk(out string) (wrkResult, error) {
-	var r wrkResult
-	m := reRPS.FindStringSubmatch(out)
-	if m == nil {
-		return r, errors.New("wrk: no Requests/sec in its output:\n" + out)
-	}
-	r.rps, _ = strconv.ParseFloat(m[1], 64)
-	for _, p := range rePct.FindAllStringSubmatch(out, -1) {
-		v, _ := strconv.ParseFloat(p[2], 64)
-		unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[p[3]]
-		d := time.Duration(v * float64(unit))
-		if p[1] == "50" {
-			r.p50 = d
-		} else {
-			r.p99 = d
-		}
-	}
-	if m := reRequests.FindStringSubmatch(out); m != nil {
-		r.requests, _ = strconv.ParseInt(m[1], 10, 64)
-	}
-	if m := reNon2xx.FindStringSubmatch(out); m != nil {
-		n, _ := strconv.ParseInt(m[1], 10, 64)
-		r.errors += n
-	}
-	if m := reSocket.FindStringSubmatch(out); m != nil {
-		for _, s := range m[1:] {
-			n, _ := strconv.ParseInt(s, 10, 64)
-			r.errors += n
-		}
-	}
-	return r, nil
-}
-
-// counters are the recorder's counters of one mode.
-type counters struct{ recorded, spooled, dropped float64 }
-
-func (c counters) minus(o counters) counters {
-	return counters{c.recorded - o.recorded, c.spooled - o.spooled, c.dropped - o.dropped}
-}
-
-func clickCounters(mode tracking.Mode) counters {
-	if mode == "" {
-		return counters{}
-	}
-	mfs, err := metrics.Gatherer.Gather()
-	if err != nil {
-		return counters{}
-	}
-	var c counters
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			switch mf.GetName() {
-			case "partnerstream_clicks_recorded_total":
-				if label(m, "mode") == string(mode) {
-					c.recorded = m.GetCounter().GetValue()
-				}
-			case "partnerstream_clicks_spooled_total":
-				c.spooled = m.GetCounter().GetValue()
-			case "partnerstream_clicks_dropped_total":
-				c.dropped += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return c
-}
-
-// histogram is the cumulative counts of a Prometheus histogram by upper bound.
-type histogram struct {
-	bounds []float64
-	counts []uint64
-}
-
-// produceLatency reads partnerstream_kafka_produce_duration_seconds of the clicks topic.
-func produceLatency() histogram {
-	var h histogram
-	mfs, err := metrics.Gatherer.Gather()
-	if err != nil {
-		return h
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "partnerstream_kafka_produce_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if label(m, "topic") != kafka.TopicClicks {
-				continue
-			}
-			for _, b := range m.GetHistogram().GetBucket() {
-				h.bounds = append(h.bounds, b.GetUpperBound())
-				h.counts = append(h.counts, b.GetCumulativeCount())
-			}
-		}
-	}
-	return h
-}
-
-func (h histogram) minus(o histogram) histogram {
-	d := histogram{bounds: h.bounds, counts: slices.Clone(h.counts)}
-	for i := range d.counts {
-		if i < len(o.counts) {
-			d.counts[i] -= o.counts[i]
-		}
-	}
-	return d
-}
-
-// quantile is the upper bound of the bucket that holds quantile q, "-" without data.
-func (h histogram) quantile(q float64) string {
-	if len(h.counts) == 0 || h.counts[len(h.counts)-1] == 0 {
-		return "-"
-	}
-	want := uint64(math.Ceil(q * float64(h.counts[len(h.counts)-1])))
-	for i, c := range h.counts {
-		if c >= want {
-			return "≤ " + round(time.Duration(h.bounds[i]*float64(time.Second)))
-		}
-	}
-	return "> " + round(time.Duration(h.bounds[len(h.bounds)-1]*float64(time.Second)))
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-func printTable(targets []target, counts []int, results map[string]map[int]wrkResult) {
-	fmt.Println()
-	fmt.Println("| connections | handler | requests/s | vs bare | p50 | p99 | CPU µs/req server + broker + wrk | server CPU vs bare | vs bare if CPU-bound | clicks recorded / spooled / dropped | produce requests p50 / p99 | target |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, n := range counts {
-		bare := results["bare"][n]
-		for _, tg := range targets {
-			r := results[tg.name][n]
-			ratio := r.rps / bare.rps
-			clicks, produce, goal := "-", "-", ""
-			if tg.mode != "" {
-				clicks = fmt.Sprintf("%.0f / %.0f / %.0f", r.clicks.recorded, r.clicks.spooled, r.clicks.dropped)
-				produce = fmt.Sprintf("%s / %s", r.produce.quantile(0.5), r.produce.quantile(0.99))
-				goal = verdict(tg.mode, n, r, bare)
-			}
-			errs := ""
-			if r.errors > 0 {
-				errs = fmt.Sprintf(" (%d errors)", r.errors)
-			}
-			fmt.Printf("| %d | %s | %.0f%s | %.2fx | %s | %s | %.1f + %.1f + %.1f | %.2fx | %.2fx | %s | %s | %s |\n", n, tg.name, r.rps, errs, ratio,
-				round(r.p50), round(r.p99), r.perRequest(r.serverCPU), r.perRequest(r.brokerCPU), r.perRequest(r.wrkCPU),
-				r.perRequest(r.serverCPU)/bare.perRequest(bare.serverCPU), bare.cpuPerRequest()/r.cpuPerRequest(), clicks, produce, goal)
-		}
-	}
-	fmt.Println()
-	fmt.Println("\"vs bare if CPU-bound\" is the ratio of the CPU the whole loop spends per request: what the")
-	fmt.Println("requests/s ratio would be on an otherwise idle machine where server, broker and wrk share the cores.")
-}
-
-// verdict checks the targets of the hot-path issue against the same run's bare handler:
-// async at 64 connections at least 0.7x its requests/s with a p99 under 10 ms and at most
-// 1.4x its server CPU per request; ack at 256 connections at least 0.35x its requests/s, a
-// p99 at most twice its p99, and no click dropped.
-func verdict(mode tracking.Mode, conns int, r, bare wrkResult) string {
-	ratio := r.rps / bare.rps
-	cpu := r.perRequest(r.serverCPU) / bare.perRequest(bare.serverCPU)
-	var goals []string
-	check := func(ok bool, goal string) {
-		if !ok {
-			goal = "MISSED " + goal
-		}
-		goals = append(goals, goal)
-	}
-	switch {
-	case mode == tracking.ModeAsync && conns == 64:
-		check(ratio >= 0.7, fmt.Sprintf("%.2fx >= 0.7x", ratio))
-		check(r.p99 < 10*time.Millisecond, "p99 < 10 ms")
-		check(cpu <= 1.4, fmt.Sprintf("CPU %.2fx <= 1.4x", cpu))
-	case mode == tracking.ModeAck && conns == 256:
-		check(ratio >= 0.35, fmt.Sprintf("%.2fx >= 0.35x", ratio))
-		check(r.p99 <= 2*bare.p99, fmt.Sprintf("p99 %.1fx <= 2x bare", float64(r.p99)/float64(bare.p99)))
-		check(r.clicks.dropped == 0, "none dropped")
-	default:
-		return ""
-	}
-	return strings.Join(goals, ", ")
-}
-
-func round(d time.Duration) string {
-	switch {
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
-	default:
-		return fmt.Sprintf("%d µs", d.Microseconds())
 	}
 }
 

@@ -1,12 +1,3 @@
-// Package webhooks is the dashboard API's view of webhook subscriptions: Webhook custom
-// resources (partnerstream.io/v1alpha1) in one namespace, each scoped to its company. The
-// API server validates them (CEL rules of the CRD) and the controller keeps their signing
-// Secrets; this package creates, lists, edits and deletes them, and hands out a secret when
-// it is created or rotated. The delivery workers read subscriptions through Cache instead.
-//
-// A company never sees another's objects: every lookup filters on spec.companyID on the
-// server (a selectable field that, unlike a label, cannot be edited), and a foreign id is
-// simply not found.
 package webhooks
 
 import (
