@@ -75,7 +75,7 @@ bench: ## Every Go benchmark, with memory statistics
 bench-auth: ## API-key authentication overhead per request (p99) beside an unauthenticated baseline
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/httpapi/ -run '^$$' -bench 'APIKeyAuthOverhead|KeyAuthenticate' -benchtime 20000x
 
-bench-conversions: ## Conversions/s end to end (HTTP -> attribution -> Postgres rows + outbox) with signed click ids beside plain ones looked up in ClickHouse, and CPU µs per conversion
+bench-conversions: ## Conversions/s end to end (HTTP -> attribution -> Postgres rows + outbox) beside repeats of the same requests (answered without a write), and CPU µs per conversion
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/httpapi/ -run '^$$' -bench RegisterConversion
 
 bench-redirect: ## Click redirects per second and p50/p99 in async and ack modes beside a bare Fiber 302 (wrk, 64 and 256 connections)

@@ -114,7 +114,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 		return nil, config.Invalid("click-id-keys", err)
 	}
 	clicks := tracking.NewService(resolver, recorder, tracking.ServiceOptions{ClickIDs: clickIDs, Log: log})
-	cnv := conversions.New(p.pg, conversions.NewClickHouseClicks(p.ch, s.ch.Database), conversions.Options{ClickIDs: clickIDs})
+	cnv := conversions.New(p.pg, conversions.Options{ClickIDs: clickIDs})
 	pbs := postbacks.NewService(p.pg, postbacks.Options{})
 	srv.MountAuth(deps.signin, deps.sessions, deps.users, s.auth.session.InsecureCookies)
 	srv.MountAPIKeys(deps.users)

@@ -100,7 +100,7 @@ func (s *Service) touches(ctx context.Context, advertiserID string, in NewConver
 	var out []touch
 	programID := in.ProgramID
 	if in.ClickID != "" {
-		click, err := s.attribute(ctx, advertiserID, in, now)
+		click, err := s.attribute(ctx, advertiserID, in)
 		if err != nil {
 			return nil, "", err
 		}

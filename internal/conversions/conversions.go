@@ -4,12 +4,12 @@
 // the same Postgres transaction (internal/outbox), so an event exists if and only if the
 // change committed.
 //
-// Attribution: a conversion names the click id the advertiser got on its landing page. A
-// signed id (package clickid) says its link and time itself: the link, read from Postgres,
-// gives the affiliate and program, so such a conversion never waits for the analytics store.
-// A plain id, from before click ids were signed, is looked up in ClickHouse (redirect ->
-// Kafka -> ingest) through a ClickFinder. Either way the conversion must come from the
-// program's advertiser and occur within the program's attribution window after the click.
+// Attribution: a conversion names the click id the advertiser got on its landing page. The id
+// is signed (package clickid) and says its link and time itself: the link, read from Postgres,
+// gives the affiliate and program, so a conversion never waits for the analytics store. The
+// conversion must come from the program's advertiser and occur within the program's
+// attribution window after the click. A plain id, made by versions that could run without a
+// signing key, names no click this package can find: it is an unknown click.
 package conversions
 
 import (
@@ -63,7 +63,6 @@ const MaxMetadata = 16 << 10
 
 // Defaults of Options.
 const (
-	DefaultIngestLag  = 60 * time.Second
 	DefaultFutureSkew = 5 * time.Minute
 )
 
@@ -156,15 +155,13 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrUnknownClick: no such click, or the click of another advertiser or program.
 	ErrUnknownClick = errors.New("unknown click")
-	// ErrClickNotReady: the click is too young to be in the click store yet; retry shortly.
-	ErrClickNotReady = errors.New("the click is not recorded yet")
 	// ErrClickExpired: the conversion occurred before the click or after the window.
 	ErrClickExpired = errors.New("the click is outside the program's attribution window")
 	// ErrNoExchangeRate: the conversion is in another currency than the program's and no
 	// rate of the pair is in force on its day (a *rates.NoRateError says which).
 	ErrNoExchangeRate = rates.ErrNoRate
-	// ErrAttributionUnavailable: the click store did not answer.
-	ErrAttributionUnavailable = errors.New("the click store is unavailable")
+	// ErrAttributionUnavailable: the link store (Postgres) did not answer.
+	ErrAttributionUnavailable = errors.New("the link store is unavailable")
 )
 
 // InvalidError is input that fails validation, naming the field.
@@ -180,14 +177,10 @@ func invalid(field, format string, a ...any) error {
 type Options struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-	// IngestLag: a click that is unknown or another advertiser's, whose id says it is younger
-	// than this, is answered with ErrClickNotReady (ingestion lag) instead of
-	// ErrUnknownClick. DefaultIngestLag when 0.
-	IngestLag time.Duration
 	// FutureSkew is how far in the future occurred_at may be (client clocks).
 	// DefaultFutureSkew when 0.
 	FutureSkew time.Duration
-	// ClickIDs verify signed click ids; the zero Keys verifies none, which leaves plain ids.
+	// ClickIDs verify click ids; the zero Keys verifies none, so no click is attributed.
 	ClickIDs clickid.Keys
 	// Rates finds the exchange rate of a conversion in another currency; nil: the rates
 	// kept in the same Postgres (rates.Service).
@@ -203,21 +196,16 @@ type RateFinder interface {
 // Service is the conversions, commissions and payouts store.
 type Service struct {
 	db       *pgxpool.Pool
-	clicks   ClickFinder
 	clickIDs clickid.Keys
 	rates    RateFinder
 	now      func() time.Time
-	lag      time.Duration
 	skew     time.Duration
 }
 
 // New returns the service.
-func New(db *pgxpool.Pool, clicks ClickFinder, o Options) *Service {
+func New(db *pgxpool.Pool, o Options) *Service {
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	if o.IngestLag <= 0 {
-		o.IngestLag = DefaultIngestLag
 	}
 	if o.FutureSkew <= 0 {
 		o.FutureSkew = DefaultFutureSkew
@@ -225,7 +213,7 @@ func New(db *pgxpool.Pool, clicks ClickFinder, o Options) *Service {
 	if o.Rates == nil {
 		o.Rates = rates.New(db, o.Now)
 	}
-	return &Service{db: db, clicks: clicks, clickIDs: o.ClickIDs, rates: o.Rates, now: func() time.Time { return o.Now().UTC() }, lag: o.IngestLag, skew: o.FutureSkew}
+	return &Service{db: db, clickIDs: o.ClickIDs, rates: o.Rates, now: func() time.Time { return o.Now().UTC() }, skew: o.FutureSkew}
 }
 
 // Register records a conversion reported by advertiserID and its pending commission. A
@@ -392,17 +380,9 @@ func (s *Service) validate(in *NewConversion, now time.Time) error {
 
 // attribute finds the click and checks it may be credited by this advertiser. A click of
 // another advertiser is answered exactly as a click that does not exist: saying more would
-// tell one advertiser about another's traffic. For a signed id, a forged or altered one is
-// "no click" too, and "not ready" never happens: the id is the click.
-func (s *Service) attribute(ctx context.Context, advertiserID string, in NewConversion, now time.Time) (Click, error) {
-	signed := clickid.Signed(in.ClickID)
-	var click Click
-	var err error
-	if signed {
-		click, err = s.signedClick(ctx, in.ClickID)
-	} else {
-		click, err = s.clicks.FindClick(ctx, in.ClickID)
-	}
+// tell one advertiser about another's traffic. So is a forged or altered id, and a plain one.
+func (s *Service) attribute(ctx context.Context, advertiserID string, in NewConversion) (Click, error) {
+	click, err := s.signedClick(ctx, in.ClickID)
 	switch {
 	case err != nil && !errors.Is(err, ErrClickNotFound):
 		return Click{}, fmt.Errorf("%w: %w", ErrAttributionUnavailable, err)
@@ -412,11 +392,6 @@ func (s *Service) attribute(ctx context.Context, advertiserID string, in NewConv
 			return Click{}, fmt.Errorf("%w: click %s is of another program", ErrUnknownClick, in.ClickID)
 		}
 		return click, nil
-	}
-	// No click, or another advertiser's. Whether it may still be on its way is decided from
-	// the id alone, which the caller holds already, so the two answers cannot differ.
-	if made, ok := ids.Time(in.ClickID); !signed && ok && now.Sub(made) < s.lag && made.Sub(now) < s.skew {
-		return Click{}, ErrClickNotReady
 	}
 	return Click{}, fmt.Errorf("%w: no click %s", ErrUnknownClick, in.ClickID)
 }

@@ -41,9 +41,10 @@ func (e *env) convert(t testing.TB, advertiser string, in conversions.NewConvers
 	return c
 }
 
-// start is a month start long enough ago that 14 monthly renewals are all in the past.
+// start is a month start long enough ago that 14 monthly renewals are all in the past, and
+// not before the click ids' clock begins (2025).
 func (e *env) start() time.Time {
-	return time.Date(e.clock.Now().Year()-2, 1, 15, 9, 0, 0, 0, time.UTC)
+	return time.Date(2025, 1, 15, 9, 0, 0, 0, time.UTC)
 }
 
 func TestARecurringRuleOfTwelveMonthsPaysTwelveMonthlyPayments(t *testing.T) {

@@ -8,26 +8,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
-	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// env is a migrated Postgres and ClickHouse with an advertiser, an affiliate, a program in
+// env is a migrated Postgres with an advertiser, an affiliate, a program in
 // EUR (10 % commission, 30-day window, no hold) and their approved partnership.
 type env struct {
 	db      *pgxpool.Pool
-	ch      driver.Conn
-	chDB    string
 	svc     *conversions.Service
 	clock   *testenv.Clock
 	ids     *identity.Store
@@ -35,6 +32,8 @@ type env struct {
 	aff     string // affiliate company id
 	program string
 	ptn     string
+	keys    clickid.Keys      // sign and verify the click ids
+	links   map[string]string // "program/affiliate" -> the link clicks are made on
 }
 
 func newEnv(t testing.TB) *env {
@@ -49,10 +48,9 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	_, chDB, ch := chtest.Migrated(t)
-	e := &env{db: db, ch: ch, chDB: chDB, ids: identity.NewStore(db), clock: testenv.NewClock()}
+	e := &env{db: db, ids: identity.NewStore(db), clock: testenv.NewClock(), keys: clickIDKeys(t), links: map[string]string{}}
 	e.clock.Set(time.Now().UTC().Truncate(time.Second))
-	e.svc = conversions.New(db, conversions.NewClickHouseClicks(ch, chDB), conversions.Options{Now: e.clock.Now})
+	e.svc = conversions.New(db, conversions.Options{Now: e.clock.Now, ClickIDs: e.keys})
 	e.adv = e.company(t, identity.Advertiser)
 	e.aff = e.company(t, identity.Affiliate)
 	e.program = e.newProgram(t, e.adv, "EUR", "percent", 1000, nil)
@@ -97,38 +95,31 @@ func (e *env) partner(t testing.TB, program, affiliate, rule string, value int64
 	return id
 }
 
-// click records a click in ClickHouse the way ingest does, and returns its id.
+// click makes the signed id of a click on the affiliate's link in program at at (the
+// redirect's work), and returns it.
 func (e *env) click(t testing.TB, program, affiliate string, at time.Time) string {
 	t.Helper()
 	return e.clicks(t, program, affiliate, at, 1)[0]
 }
 
-// clicks records n clicks in one batch.
+// clicks makes n click ids on one link of affiliate in program, approving the affiliate in
+// the program first when it is not a partner yet (a link belongs to a partnership).
 func (e *env) clicks(t testing.TB, program, affiliate string, at time.Time, n int) []string {
 	t.Helper()
 	ctx := context.Background()
-	var advertiser string
-	if err := e.db.QueryRow(ctx, `SELECT advertiser_id FROM programs WHERE id = $1`, program).Scan(&advertiser); err != nil {
-		t.Fatal(err)
+	var partnership string
+	if err := e.db.QueryRow(ctx, `SELECT id FROM partnerships WHERE program_id = $1 AND affiliate_id = $2`, program, affiliate).Scan(&partnership); err != nil {
+		partnership = e.partner(t, program, affiliate, "", 0)
 	}
-	batch, err := e.ch.PrepareBatch(ctx, "INSERT INTO "+e.chDB+`.clicks (click_id, occurred_at, link_id,
-		program_id, affiliate_id, advertiser_id, promotion_id, sub1, sub2, sub3, sub4, sub5, ip,
-		user_agent, referrer, country, is_bot, is_duplicate, kafka_partition, kafka_offset)`)
-	if err != nil {
-		t.Fatal(err)
+	key := program + "/" + affiliate
+	link, ok := e.links[key]
+	if !ok {
+		link = e.link(t, program, affiliate, partnership)
+		e.links[key] = link
 	}
-	defer func() { _ = batch.Close() }()
 	made := make([]string, n)
 	for i := range made {
-		id := ids.New(ids.Click)
-		if err := batch.Append(id, at, "lnk_"+id[4:], program, affiliate, advertiser, "", "newsletter", "", "", "", "",
-			"203.0.113.7", "Mozilla/5.0", "", "ES", uint8(0), uint8(0), int32(0), int64(i)); err != nil {
-			t.Fatal(err)
-		}
-		made[i] = id
-	}
-	if err := batch.Send(); err != nil {
-		t.Fatal(err)
+		made[i] = mint(t, e.keys, link, at)
 	}
 	return made
 }

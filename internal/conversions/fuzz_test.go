@@ -19,7 +19,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add("clk_01m814cmepq0a8s4ngqz6yb5bd", "order\r\n1", "sale", "1", "EUR", int64(-1), []byte(`{}`))
 	f.Add("clk_01m814cmepq0a8s4ngqz6yb5bd", "order-2", "sale", "1", "EUR", int64(-2208988800), []byte(`{}`))
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	s := New(nil, nil, Options{Now: func() time.Time { return now }})
+	s := New(nil, Options{Now: func() time.Time { return now }})
 	f.Fuzz(func(t *testing.T, clickID, externalID, typ, amount, currency string, occurredUnix int64, metadata []byte) {
 		in := NewConversion{ClickID: clickID, ExternalID: externalID, Type: typ, Amount: amount, Currency: currency, Metadata: metadata}
 		if occurredUnix != 0 {

@@ -114,7 +114,7 @@ func TestEveryChangeIsPublishedEvenWhenTheRelayIsKilledMidBatch(t *testing.T) {
 	}
 
 	// Consume everything: each event at least once, repeats only from the killed batch.
-	r := kafka.NewReader(cfg, kafka.TopicEvents, "test-"+e.chDB)
+	r := kafka.NewReader(cfg, kafka.TopicEvents, "test-"+ids.New("grp"))
 	defer r.Close()
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -15,26 +15,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/ids"
 )
 
-func TestClickHouseClicksFindsClicksThroughTheIndex(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	ctx := context.Background()
-	at := time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
-	clk := e.click(t, e.program, e.aff, at)
-	finder := conversions.NewClickHouseClicks(e.ch, e.chDB)
-	got, err := finder.FindClick(ctx, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.ID != clk || !got.OccurredAt.Equal(at) || got.ProgramID != e.program || got.AffiliateID != e.aff ||
-		got.AdvertiserID != e.adv || got.Sub1 != "newsletter" || got.LinkID != "lnk_"+clk[4:] {
-		t.Fatalf("FindClick = %+v", got)
-	}
-	if _, err := finder.FindClick(ctx, ids.New(ids.Click)); !errors.Is(err, conversions.ErrClickNotFound) {
-		t.Fatalf("an unknown click: %v, want ErrClickNotFound", err)
-	}
-}
-
 func TestAttributionByClickInsideTheProgramsWindow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -57,9 +37,9 @@ func TestAttributionByClickInsideTheProgramsWindow(t *testing.T) {
 		{"a conversion exactly 30 days after the click is attributed", e.adv, 31 * 24 * time.Hour, e.program, 24 * time.Hour, "", nil},
 		{"a conversion 30 days and a second after the click is expired", e.adv, 31*24*time.Hour + time.Second, e.program, 24 * time.Hour, "EUR", conversions.ErrClickExpired},
 		{"a conversion before the click is expired", e.adv, time.Hour, e.program, 2 * time.Hour, "EUR", conversions.ErrClickExpired},
-		// Answered as a missing click, whose id is seconds old here (see below), not forbidden.
-		{"another advertiser's click is a missing one", other, time.Hour, e.program, time.Minute, "EUR", conversions.ErrClickNotReady},
-		{"a click of another advertiser's program is a missing one to this one", e.adv, time.Hour, otherProgram, time.Minute, "EUR", conversions.ErrClickNotReady},
+		// Answered as a missing click, not forbidden.
+		{"another advertiser's click is a missing one", other, time.Hour, e.program, time.Minute, "EUR", conversions.ErrUnknownClick},
+		{"a click of another advertiser's program is a missing one to this one", e.adv, time.Hour, otherProgram, time.Minute, "EUR", conversions.ErrUnknownClick},
 		{"another currency without a rate is refused", e.adv, time.Hour, e.program, time.Minute, "USD", conversions.ErrNoExchangeRate},
 	}
 	for i, c := range cases {
@@ -81,86 +61,34 @@ func TestAttributionByClickInsideTheProgramsWindow(t *testing.T) {
 				t.Fatalf("Register = %v, created %v", err, created)
 			}
 			if conv.ProgramID != c.program || conv.AffiliateID != e.aff || conv.ClickID != clk || conv.PartnershipID != e.ptn ||
-				conv.LinkID != "lnk_"+clk[4:] || conv.Sub1 != "newsletter" || conv.Currency != "EUR" || conv.Amount != 1000 {
+				conv.LinkID != e.links[c.program+"/"+e.aff] || conv.Sub1 != "" || conv.Currency != "EUR" || conv.Amount != 1000 {
 				t.Fatalf("attributed to %+v", conv)
 			}
 		})
 	}
 }
 
-func TestAnUnknownClickIsNotReadyWhileItsIDIsYoung(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	clk := ids.New(ids.Click) // made now, never ingested
-	made, _ := ids.Time(clk)
-	cases := []struct {
-		name string
-		now  time.Time
-		want error
-	}{
-		{"just made: ingestion may lag, retry", made, conversions.ErrClickNotReady},
-		{"59 seconds old: still not ready", made.Add(59 * time.Second), conversions.ErrClickNotReady},
-		{"61 seconds old: unknown", made.Add(61 * time.Second), conversions.ErrUnknownClick},
-		{"an id from 10 minutes in the future: unknown", made.Add(-10 * time.Minute), conversions.ErrUnknownClick},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			svc := conversions.New(e.db, conversions.NewClickHouseClicks(e.ch, e.chDB), conversions.Options{Now: func() time.Time { return c.now }})
-			_, _, err := svc.Register(context.Background(), e.adv, conversions.NewConversion{ClickID: clk, ExternalID: "o", OccurredAt: c.now})
-			if !errors.Is(err, c.want) {
-				t.Fatalf("Register = %v, want %v", err, c.want)
-			}
-		})
-	}
-}
-
-// A click of another advertiser is answered exactly as a click id nobody made, whatever the
-// age of its id: not ready while the id is under a minute old, unknown after that.
+// A click of another advertiser is answered exactly as a click id nobody made, and so is a
+// plain id of the kind older versions made when they ran without a signing key: whatever
+// their age, they are unknown, and never "not ready" (no answer waits for the click store).
 func TestAnotherAdvertisersClickIsAnsweredAsAMissingOne(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	other := e.company(t, "advertiser")
 	theirs := e.click(t, e.program, e.aff, e.clock.Now().Add(-time.Minute))
-	madeUp := ids.New(ids.Click)
-	made, _ := ids.Time(madeUp)
-	answer := func(err error) string {
-		switch {
-		case errors.Is(err, conversions.ErrClickNotReady):
-			return "not ready"
-		case errors.Is(err, conversions.ErrUnknownClick):
-			return "unknown"
+	forged := theirs[:len(theirs)-1] + map[bool]string{true: "0", false: "1"}[theirs[len(theirs)-1] != '0']
+	for name, c := range map[string]struct {
+		advertiser, clickID string
+	}{
+		"another advertiser's click":       {other, theirs},
+		"a forged id":                      {e.adv, forged},
+		"a plain id an older version made": {e.adv, ids.New(ids.Click)},
+		"a made-up id of another":          {other, ids.New(ids.Click)},
+	} {
+		_, _, err := e.svc.Register(context.Background(), c.advertiser, conversions.NewConversion{ClickID: c.clickID, ExternalID: "o", OccurredAt: e.clock.Now()})
+		if !errors.Is(err, conversions.ErrUnknownClick) {
+			t.Errorf("%s: %v, want ErrUnknownClick", name, err)
 		}
-		return fmt.Sprint(err)
-	}
-	for _, c := range []struct {
-		age  time.Duration
-		want string
-	}{{0, "not ready"}, {59 * time.Second, "not ready"}, {61 * time.Second, "unknown"}, {time.Hour, "unknown"}} {
-		now := made.Add(c.age)
-		svc := conversions.New(e.db, conversions.NewClickHouseClicks(e.ch, e.chDB), conversions.Options{Now: func() time.Time { return now }})
-		for name, clk := range map[string]string{"another advertiser's click": theirs, "a made-up id": madeUp} {
-			_, _, err := svc.Register(context.Background(), other, conversions.NewConversion{ClickID: clk, ExternalID: "o", OccurredAt: now})
-			if got := answer(err); got != c.want {
-				t.Errorf("%s, its id %s old: %s, want %s", name, c.age, got, c.want)
-			}
-		}
-	}
-}
-
-// failingClicks is a click store that does not answer.
-type failingClicks struct{}
-
-func (failingClicks) FindClick(context.Context, string) (conversions.Click, error) {
-	return conversions.Click{}, errors.New("dial tcp 127.0.0.1:9000: connection refused")
-}
-
-func TestAnUnreachableClickStoreIsUnavailableNotUnknown(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	svc := conversions.New(e.db, failingClicks{}, conversions.Options{})
-	_, _, err := svc.Register(context.Background(), e.adv, conversions.NewConversion{ClickID: ids.New(ids.Click), ExternalID: "o"})
-	if !errors.Is(err, conversions.ErrAttributionUnavailable) {
-		t.Fatalf("Register = %v, want ErrAttributionUnavailable", err)
 	}
 }
 

@@ -51,7 +51,7 @@ func TestASignedClickIsAttributedAtOnceWithoutTheClickStore(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ks := clickIDKeys(t)
-	svc := conversions.New(e.db, failingClicks{}, conversions.Options{Now: e.clock.Now, ClickIDs: ks})
+	svc := conversions.New(e.db, conversions.Options{Now: e.clock.Now, ClickIDs: ks})
 	link := e.link(t, e.program, e.aff, e.ptn)
 	now := e.clock.Now().Add(123 * time.Millisecond)
 	e.clock.Set(now)
@@ -81,7 +81,7 @@ func TestEveryBadSignedClickIsTheSameUnknownClick(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ks := clickIDKeys(t)
-	svc := conversions.New(e.db, failingClicks{}, conversions.Options{Now: e.clock.Now, ClickIDs: ks})
+	svc := conversions.New(e.db, conversions.Options{Now: e.clock.Now, ClickIDs: ks})
 	now := e.clock.Now()
 	link := e.link(t, e.program, e.aff, e.ptn)
 	other := e.company(t, "advertiser")
@@ -100,7 +100,7 @@ func TestEveryBadSignedClickIsTheSameUnknownClick(t *testing.T) {
 	for name, clk := range cases {
 		svc := svc
 		if clk == "" {
-			clk, svc = good, conversions.New(e.db, failingClicks{}, conversions.Options{Now: e.clock.Now})
+			clk, svc = good, conversions.New(e.db, conversions.Options{Now: e.clock.Now})
 		}
 		_, _, err := svc.Register(context.Background(), e.adv, conversions.NewConversion{ClickID: clk, ExternalID: name})
 		if !errors.Is(err, conversions.ErrUnknownClick) {
@@ -133,7 +133,7 @@ func TestASignedClickOutsideTheWindowIsExpiredAndOldKeysStillVerify(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := conversions.New(e.db, failingClicks{}, conversions.Options{Now: e.clock.Now, ClickIDs: rotated})
+	svc := conversions.New(e.db, conversions.Options{Now: e.clock.Now, ClickIDs: rotated})
 	link := e.link(t, e.program, e.aff, e.ptn)
 	now := e.clock.Now()
 	if _, _, err := svc.Register(context.Background(), e.adv, conversions.NewConversion{ClickID: mint(t, old, link, now.Add(-29*24*time.Hour)), ExternalID: "old-key"}); err != nil {

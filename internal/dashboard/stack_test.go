@@ -17,6 +17,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/controllers"
 	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/dashboard"
 	"github.com/partnerstream/partnerstream/internal/delivery"
@@ -147,8 +148,12 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clicks := tracking.NewService(tracking.NewResolver(s.lks, tracking.ResolverOptions{}), recorder, tracking.ServiceOptions{Log: quiet})
-	cnv := conversions.New(db, conversions.NewClickHouseClicks(ch, chDB), conversions.Options{})
+	clickIDs, err := clickid.ParseKeys(clickid.GenerateKeySpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clicks := tracking.NewService(tracking.NewResolver(s.lks, tracking.ResolverOptions{}), recorder, tracking.ServiceOptions{ClickIDs: clickIDs, Log: quiet})
+	cnv := conversions.New(db, conversions.Options{ClickIDs: clickIDs})
 	srv.MountAuth(signin.New(s.ids, sessions, codes, oauth), sessions, s.ids, true)
 	srv.MountAPIKeys(s.ids)
 	srv.MountAccount(dashboard.NewAccountStore(db))

@@ -29,8 +29,6 @@ type ConversionService interface {
 	RejectMany(ctx context.Context, advertiserID string, conversionIDs []string, reason string) ([]conversions.Conversion, error)
 }
 
-// conversionsRetryAfter is the Retry-After of a click that ingestion has not recorded yet.
-const conversionsRetryAfter = "2"
 
 // MountConversions adds the conversion and commission routes: registering, reading and
 // deciding in /api/v1, reading commissions in the partner API, and the dashboard's lists and
@@ -413,12 +411,9 @@ func conversionsProblem(c *fiber.Ctx, err error) error {
 		return NewProblem(fiber.StatusUnprocessableEntity, "no_exchange_rate", noRate.Error()+": set the rate for the conversion's day").
 			With("base", noRate.Base).With("quote", noRate.Quote).With("date", noRate.Day.Format(time.DateOnly)).
 			With("max_rate_age_days", noRate.MaxAgeDays)
-	case errors.Is(err, conversions.ErrClickNotReady):
-		c.Set(fiber.HeaderRetryAfter, conversionsRetryAfter)
-		return NewProblem(fiber.StatusServiceUnavailable, "click_not_ready", "the click is seconds old and not recorded yet: retry shortly")
 	case errors.Is(err, conversions.ErrAttributionUnavailable):
 		c.Set(fiber.HeaderRetryAfter, "5")
-		return NewProblem(fiber.StatusServiceUnavailable, "attribution_unavailable", "clicks cannot be looked up right now: retry shortly")
+		return NewProblem(fiber.StatusServiceUnavailable, "attribution_unavailable", "the click's link cannot be read right now: retry shortly")
 	case errors.Is(err, conversions.ErrInPayout):
 		return NewProblem(fiber.StatusConflict, "commission_in_payout", "the commission is in a pending payout: cancel the payout (or mark it failed) first")
 	case errors.Is(err, conversions.ErrPaidByPayout):

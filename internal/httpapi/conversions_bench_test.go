@@ -3,16 +3,14 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/procstat"
-	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 // Sizes of `make bench-conversions`: conversions per side and round, rounds, and clients.
@@ -23,81 +21,56 @@ const (
 )
 
 // BenchmarkRegisterConversion is `make bench-conversions`: conversions registered per second
-// end to end (real HTTP on loopback with an API key, attribution, and the commit of the
-// conversion, its commission and two outbox events in Postgres) with 16 clients, for signed
-// click ids (attributed from the id and the link in Postgres) beside plain ids (looked up in
-// ClickHouse's click_index), in the same run. The sides alternate for benchRounds rounds and
-// the medians are compared, because the shared machine and ClickHouse's merges move a single
-// pass. CPU per conversion sums this process (clients and api), Postgres and ClickHouse.
+// end to end (real HTTP on loopback with an API key, attribution from the signed click id and
+// the link in Postgres, and the commit of the conversion, its commission and two outbox
+// events) with 16 clients. The baseline, in the same run, is the same requests sent again:
+// each is a repeat of its external id, answered 200 with the first conversion, which costs
+// everything but the writes. The sides alternate for benchRounds rounds and the medians are
+// compared, because the shared machine moves a single pass. CPU per conversion sums this
+// process (clients and api) and Postgres.
 func BenchmarkRegisterConversion(b *testing.B) {
 	f := newConversionsFixture(b)
 	base := f.serve(b)
-	link := f.link(b, f.program)
 	at := time.Now().Add(-time.Hour)
-	sides := []struct {
-		name  string
-		click func(n int) []string
-	}{
-		{"plain", func(n int) []string { return f.clicks(b, f.program, at, n) }},
-		{"signed", func(n int) []string {
-			out := make([]string, n)
-			for i := range out {
-				var err error
-				if out[i], err = f.keys.Mint(link, at); err != nil {
-					b.Fatal(err)
-				}
-			}
-			return out
-		}},
-	}
 	rates := map[string][]float64{}
 	cpu := map[string][]float64{}
 	b.ResetTimer()
 	for round := range b.N * benchRounds {
-		for _, side := range sides {
-			clicks := side.click(benchConversions)
-			self0, pg0, ch0 := procstat.Self(), postgresCPU(), chtest.ServerCPU()
+		clicks := f.clicks(b, f.program, at, benchConversions)
+		for _, side := range []struct {
+			name   string
+			status int
+		}{{"new", http.StatusCreated}, {"repeat", http.StatusOK}} {
+			self0, pg0 := procstat.Self(), postgresCPU()
 			began := time.Now()
-			f.registerAll(b, base, clicks)
+			f.registerAll(b, base, clicks, side.status)
 			elapsed := time.Since(began)
 			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(len(clicks)) }
-			self, pg, ch := per(procstat.Self()-self0), per(postgresCPU()-pg0), per(chtest.ServerCPU()-ch0)
+			self, pg := per(procstat.Self()-self0), per(postgresCPU()-pg0)
 			rates[side.name] = append(rates[side.name], float64(len(clicks))/elapsed.Seconds())
-			cpu[side.name] = append(cpu[side.name], self+pg+ch)
-			b.Logf("round %d, %s click ids: %.0f conversions/s; CPU µs per conversion %.0f (clients and api %.0f, Postgres %.0f, ClickHouse %.0f)",
-				round+1, side.name, rates[side.name][round], self+pg+ch, self, pg, ch)
+			cpu[side.name] = append(cpu[side.name], self+pg)
+			b.Logf("round %d, %s conversions: %.0f/s; CPU µs per conversion %.0f (clients and api %.0f, Postgres %.0f)",
+				round+1, side.name, rates[side.name][round], self+pg, self, pg)
 		}
 	}
 	b.StopTimer()
 	var rows, events int
 	_ = f.db.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM conversions), (SELECT count(*) FROM outbox)`).Scan(&rows, &events)
-	if want := b.N * benchRounds * len(sides) * benchConversions; rows != want || events != 2*want {
+	if want := b.N * benchRounds * benchConversions; rows != want || events != 2*want {
 		b.Fatalf("%d rows and %d events for %d conversions", rows, events, want)
 	}
-	signed, plain := median(rates["signed"]), median(rates["plain"])
-	b.ReportMetric(signed, "signed-conversions/s")
-	b.ReportMetric(plain, "plain-conversions/s")
-	b.ReportMetric(signed/plain, "signed/plain")
-	b.ReportMetric(median(cpu["signed"]), "signed-cpu-µs/conversion")
-	b.ReportMetric(median(cpu["plain"]), "plain-cpu-µs/conversion")
-	b.Logf("median of %d rounds of %d: signed click ids %.0f conversions/s (%.0f CPU µs each), plain ids through ClickHouse %.0f/s (%.0f µs): %.2fx",
-		benchRounds, benchConversions, signed, median(cpu["signed"]), plain, median(cpu["plain"]), signed/plain)
-}
-
-// link inserts a tracking link of program for the fixture's affiliate.
-func (f *conversionsFixture) link(t testing.TB, program string) string {
-	t.Helper()
-	id := ids.New(ids.Link)
-	if _, err := f.db.Exec(context.Background(), `INSERT INTO tracking_links (id, code, partnership_id, program_id, affiliate_id, advertiser_id)
-		SELECT $1, $2, id, program_id, affiliate_id, advertiser_id FROM partnerships WHERE program_id = $3 AND affiliate_id = $4`,
-		id, strings.ToUpper(id[len(id)-12:]), program, f.affID); err != nil {
-		t.Fatal(err)
-	}
-	return id
+	created, repeated := median(rates["new"]), median(rates["repeat"])
+	b.ReportMetric(created, "conversions/s")
+	b.ReportMetric(repeated, "repeats/s")
+	b.ReportMetric(created/repeated, "new/repeat")
+	b.ReportMetric(median(cpu["new"]), "cpu-µs/conversion")
+	b.ReportMetric(median(cpu["repeat"]), "cpu-µs/repeat")
+	b.Logf("median of %d rounds of %d: %.0f conversions/s (%.0f CPU µs each), repeats %.0f/s (%.0f µs): %.2fx",
+		benchRounds, benchConversions, created, median(cpu["new"]), repeated, median(cpu["repeat"]), created/repeated)
 }
 
 // registerAll registers a conversion for each click with benchClients clients at once.
-func (f *conversionsFixture) registerAll(b *testing.B, base string, clicks []string) {
+func (f *conversionsFixture) registerAll(b *testing.B, base string, clicks []string, want int) {
 	var wg sync.WaitGroup
 	next := make(chan string)
 	for range benchClients {
@@ -105,7 +78,7 @@ func (f *conversionsFixture) registerAll(b *testing.B, base string, clicks []str
 		go func() {
 			defer wg.Done()
 			for clk := range next {
-				if status, body := f.post(base, f.adv, fmt.Sprintf(`{"click_id": %q, "external_id": %q, "amount": "42.50"}`, clk, clk)); status != 201 {
+				if status, body := f.post(base, f.adv, fmt.Sprintf(`{"click_id": %q, "external_id": %q, "amount": "42.50"}`, clk, clk)); status != want {
 					b.Errorf("register: %d %v", status, body)
 				}
 			}

@@ -46,7 +46,7 @@ func newConversionsFixture(t testing.TB) *conversionsFixture {
 		t.Fatal(err)
 	}
 	f.keys = keys
-	f.svc = conversions.New(f.db, conversions.NewClickHouseClicks(ch, db), conversions.Options{ClickIDs: keys})
+	f.svc = conversions.New(f.db, conversions.Options{ClickIDs: keys})
 	f.srv.MountConversions(f.svc)
 	f.srv.MountPayouts(f.svc)
 	f.srv.MountConversionPostback(f.svc)
@@ -75,7 +75,8 @@ func (f *conversionsFixture) newProgram(t testing.TB, advertiser, currency strin
 	return id
 }
 
-// clicks records n clicks of the program at a time, as ingest does.
+// clicks makes the signed ids of n clicks at a time on the fixture affiliate's link in
+// program (the redirect's work), and records them in ClickHouse as ingest does.
 func (f *conversionsFixture) clicks(t testing.TB, program string, at time.Time, n int) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -83,6 +84,7 @@ func (f *conversionsFixture) clicks(t testing.TB, program string, at time.Time, 
 	if err := f.db.QueryRow(ctx, `SELECT advertiser_id FROM programs WHERE id = $1`, program).Scan(&advertiser); err != nil {
 		t.Fatal(err)
 	}
+	link := f.link(t, program)
 	batch, err := f.ch.PrepareBatch(ctx, "INSERT INTO "+f.chDB+`.clicks (click_id, occurred_at, link_id, program_id,
 		affiliate_id, advertiser_id, promotion_id, sub1, sub2, sub3, sub4, sub5, ip, user_agent, referrer, country,
 		is_bot, is_duplicate, kafka_partition, kafka_offset)`)
@@ -92,8 +94,10 @@ func (f *conversionsFixture) clicks(t testing.TB, program string, at time.Time, 
 	defer func() { _ = batch.Close() }()
 	out := make([]string, n)
 	for i := range out {
-		out[i] = ids.New(ids.Click)
-		if err := batch.Append(out[i], at, ids.New(ids.Link), program, f.affID, advertiser, "", "", "", "", "", "",
+		if out[i], err = f.keys.Mint(link, at); err != nil {
+			t.Fatal(err)
+		}
+		if err := batch.Append(out[i], at, link, program, f.affID, advertiser, "", "", "", "", "", "",
 			"203.0.113.7", "Mozilla/5.0", "", "ES", uint8(0), uint8(0), int32(0), int64(i)); err != nil {
 			t.Fatal(err)
 		}
@@ -102,6 +106,18 @@ func (f *conversionsFixture) clicks(t testing.TB, program string, at time.Time, 
 		t.Fatal(err)
 	}
 	return out
+}
+
+// link inserts a tracking link of program for the fixture's affiliate.
+func (f *conversionsFixture) link(t testing.TB, program string) string {
+	t.Helper()
+	id := ids.New(ids.Link)
+	if _, err := f.db.Exec(context.Background(), `INSERT INTO tracking_links (id, code, partnership_id, program_id, affiliate_id, advertiser_id)
+		SELECT $1, $2, id, program_id, affiliate_id, advertiser_id FROM partnerships WHERE program_id = $3 AND affiliate_id = $4`,
+		id, strings.ToUpper(id[len(id)-12:]), program, f.affID); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 func (f *conversionsFixture) click(t testing.TB) string {
@@ -170,16 +186,13 @@ func TestRegisteringConversionsOverHTTP(t *testing.T) {
 		{"another currency without a rate is refused", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "currency": "USD"}`, f.click(t)), 422, "no_exchange_rate"},
 		{"a click of another program keeps its currency", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "currency": "USD", "amount": "1"}`,
 			f.clicks(t, other, time.Now().Add(-time.Minute), 1)[0]), 201, ""},
-		{"a click seconds old that ingest has not written is not ready", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x"}`, young), 503, "click_not_ready"},
+		{"a plain click id, as older versions made, is unknown: nothing waits for the click store", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x"}`, young), 422, "unknown_click"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.do(t, "POST", "/api/v1/conversions", c.headers, c.body)
 			if r.status != c.status || (c.code != "" && r.body["code"] != c.code) {
 				t.Fatalf("%d %s, want %d %s", r.status, r.raw, c.status, c.code)
-			}
-			if c.code == "click_not_ready" && r.header.Get("Retry-After") != "2" {
-				t.Fatalf("Retry-After %q, want 2", r.header.Get("Retry-After"))
 			}
 		})
 	}
@@ -214,8 +227,8 @@ func TestAnotherAdvertisersClickGetsTheAnswerOfAMissingOne(t *testing.T) {
 		if a.status != b.status || a.body["code"] != b.body["code"] || a.body["detail"] != b.body["detail"] || a.header.Get("Retry-After") != b.header.Get("Retry-After") {
 			t.Errorf("%s: another advertiser's click gets %d %v, a made-up id %d %v", route, a.status, a.body["code"], b.status, b.body["code"])
 		}
-		if a.status != 503 || a.body["code"] != "click_not_ready" {
-			t.Errorf("%s: a click id seconds old that is not the caller's: %d %s, want 503 click_not_ready", route, a.status, a.raw)
+		if a.status != 422 || a.body["code"] != "unknown_click" {
+			t.Errorf("%s: a click id seconds old that is not the caller's: %d %s, want 422 unknown_click", route, a.status, a.raw)
 		}
 	}
 }

@@ -2,17 +2,14 @@ package journey
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/events"
-	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 )
 
@@ -180,7 +177,7 @@ func (w *world) register(t testing.TB, body map[string]string) attributed {
 }
 
 // pastClick produces a click on the blog's link at a past time to the clicks topic, as the
-// redirect did then (a plain click id: it predates signed ones), and returns its id.
+// redirect did then (signed with the api's key, the click time inside), and returns its id.
 func (w *world) pastClick(t testing.TB, at time.Time) string {
 	t.Helper()
 	var links struct {
@@ -196,22 +193,23 @@ func (w *world) pastClick(t testing.TB, at time.Time) string {
 			linkID = l.ID
 		}
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	ms := uint64(at.UnixMilli())
-	for i := range 6 {
-		b[i] = byte(ms >> (40 - 8*i))
+	keys, err := clickid.ParseKeys(w.s.clickIDKeys)
+	if err != nil {
+		t.Fatalf("journey: the api's click-id keys: %v", err)
 	}
-	b[6], b[8] = 0x70|b[6]&0x0f, 0x80|b[8]&0x3f // UUIDv7
-	click := events.Click{ClickID: ids.FromBytes(ids.Click, b), OccurredAt: at, LinkID: linkID, ProgramID: w.programID,
+	clickID, err := keys.Mint(linkID, at) // the id the redirect made then
+	if err != nil {
+		t.Fatalf("journey: mint a past click id: %v", err)
+	}
+	click := events.Click{ClickID: clickID, OccurredAt: at, LinkID: linkID, ProgramID: w.programID,
 		AffiliateID: w.aff.ID, AdvertiserID: w.adv.ID, Sub1: "journey", IP: "203.0.113.9",
 		UserAgent: "Mozilla/5.0 (journey subscriber)", LandingURL: "https://shop.journey.example/landing"}
 	value, _ := json.Marshal(click)
-	writer := &kafkago.Writer{Addr: kafkago.TCP(w.s.kafkaAddr), Topic: kafka.TopicClicks, RequiredAcks: kafkago.RequireAll}
-	defer writer.Close()
+	p := kafka.NewProducer(kafka.Config{Brokers: []string{w.s.kafkaAddr}}, kafka.TopicClicks, kafka.ProducerOptions{})
+	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := writer.WriteMessages(ctx, kafkago.Message{Key: []byte(click.ClickID), Value: value}); err != nil {
+	if err := kafka.FirstError(p.Produce(ctx, []kafka.Record{{Key: []byte(click.ClickID), Value: value}})); err != nil {
 		t.Fatalf("journey: produce a past click: %v", err)
 	}
 	return click.ClickID

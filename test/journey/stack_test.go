@@ -31,6 +31,7 @@ type stack struct {
 	inbox   *testenv.Inbox
 
 	kafkaAddr                                string
+	clickIDKeys                              string // the api's --click-id-keys
 	baseURL                                  string
 	namespace                                string
 	broker, api, ingest, deliver, controller *process
@@ -85,6 +86,7 @@ func newStack(t testing.TB) *stack {
 	}
 	kafka := []string{"--kafka-brokers", s.kafkaAddr, "--kafka-partitions", "3"}
 	ch := []string{"--clickhouse-addr", s.chProxy.addr(), "--clickhouse-database", chDB}
+	s.clickIDKeys = "c1:" + randomKey(t)
 	pg := []string{"--postgres-url", proxiedPG}
 	kubeFlags := []string{"--kubeconfig", k.kubeconfig, "--namespace", s.namespace}
 
@@ -92,7 +94,7 @@ func newStack(t testing.TB) *stack {
 		"--http-addr", httpAddr, "--base-url", s.baseURL,
 		"--click-spool-dir", filepath.Join(t.TempDir(), "spool"),
 		"--session-keys", "k1:" + randomKey(t),
-		"--click-id-keys", "c1:" + randomKey(t),
+		"--click-id-keys", s.clickIDKeys,
 		"--smtp-host", "127.0.0.1", "--smtp-port", smtpPort, "--smtp-tls", "none",
 		// The load of the fault runs and the soak comes from one credential.
 		"--rate-limit-requests", "0",

@@ -228,8 +228,8 @@ type conversion struct {
 	} `json:"commission"`
 }
 
-// convert registers a conversion for a click, waiting while the click is too fresh to be
-// attributed (503 click_not_ready until ingest has stored it).
+// convert registers a conversion for a click, retrying while the platform does not answer
+// (the fault runs take its stores away).
 func (w *world) convert(t testing.TB, clickID, externalID, amount string) (conversion, int) {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
