@@ -106,29 +106,29 @@ func (p *Producer) Produce(ctx context.Context, recs []Record) []error {
 	}
 	order, starts := p.place(recs, partitions)
 	var wg sync.WaitGroup
-	failed := make([]error, len(partitions))
+	results := make([]partitionResult, len(partitions))
 	for part := range partitions {
 		idx := order[starts[part]:starts[part+1]]
 		if len(idx) == 0 {
 			continue
 		}
 		if starts[part] == 0 && starts[part+1] == len(recs) {
-			failed[part] = p.producePartition(ctx, part, recs, idx) // one partition: no goroutine
+			results[part] = p.producePartition(ctx, part, recs, idx) // one partition: no goroutine
 			break
 		}
-		wg.Go(func() { failed[part] = p.producePartition(ctx, part, recs, idx) })
+		wg.Go(func() { results[part] = p.producePartition(ctx, part, recs, idx) })
 	}
 	wg.Wait()
 	var errs []error
-	for part, err := range failed {
-		if err == nil {
+	for part, r := range results {
+		if r.err == nil {
 			continue
 		}
 		if errs == nil {
 			errs = make([]error, len(recs))
 		}
-		for _, i := range order[starts[part]:starts[part+1]] {
-			errs[i] = err
+		for _, i := range order[starts[part]+r.written : starts[part+1]] {
+			errs[i] = r.err
 		}
 	}
 	return errs
@@ -162,16 +162,24 @@ func (p *Producer) place(recs []Record, partitions []int) (order, starts []int) 
 	return order, starts
 }
 
+// partitionResult is how many of a partition's records were written, from the first, and
+// the error that stopped the rest.
+type partitionResult struct {
+	written int
+	err     error
+}
+
 // producePartition writes one partition's records in requests of at most maxRequestBytes.
-func (p *Producer) producePartition(ctx context.Context, partition int, recs []Record, idx []int) error {
-	for len(idx) > 0 {
-		n := chunkLen(recs, idx)
-		if err := p.request(ctx, partition, recs, idx[:n]); err != nil {
-			return err
+func (p *Producer) producePartition(ctx context.Context, partition int, recs []Record, idx []int) partitionResult {
+	var r partitionResult
+	for r.written < len(idx) {
+		n := chunkLen(recs, idx[r.written:])
+		if r.err = p.request(ctx, partition, recs, idx[r.written:r.written+n]); r.err != nil {
+			return r
 		}
-		idx = idx[n:]
+		r.written += n
 	}
-	return nil
+	return r
 }
 
 // chunkLen is how many of the records fit in one request (at least one).

@@ -86,6 +86,26 @@ func TestALargeGroupIsSplitIntoRequests(t *testing.T) {
 	}
 }
 
+// A partition's records written before one of its requests failed are reported written:
+// only the rest would be sent again.
+func TestOnlyTheRecordsAFailedRequestHeldGetItsError(t *testing.T) {
+	cfg := testConfig(testenv.Kafka(t))
+	ctx := testContext(t, 60*time.Second)
+	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicEvents); err != nil {
+		t.Fatal(err)
+	}
+	p := kafka.NewProducer(cfg, kafka.TopicEvents, kafka.ProducerOptions{Attempts: 1})
+	defer p.Close()
+	key := []byte("evt_partial")
+	// One key, so one partition: the two small records go in one request, the one over the
+	// brokers' 1 MB limit alone in the next, which the broker refuses.
+	errs := p.Produce(ctx, []kafka.Record{{Key: key, Value: []byte("a")}, {Key: key, Value: []byte("b")},
+		{Key: key, Value: []byte(strings.Repeat("x", 1200<<10))}})
+	if len(errs) != 3 || errs[0] != nil || errs[1] != nil || errs[2] == nil {
+		t.Fatalf("errors %v, want only the third record's", errs)
+	}
+}
+
 // A producer that cannot reach the topic says so for every record.
 func TestEveryRecordGetsTheErrorOfAFailedProduce(t *testing.T) {
 	cfg := testConfig(testenv.Kafka(t))
