@@ -55,7 +55,6 @@ func main() {
 		broker   = flag.Bool("broker", false, "internal: run the embedded Kafka broker and print its address")
 		ackWait  = flag.Duration("ack-timeout", 0, "the recorders' AckTimeout (0: the default)")
 		mw       = flag.Bool("middleware", false, "also measure the bare 302 behind the api server's middleware")
-		plainIDs = flag.Bool("plain-click-ids", false, "mint plain click ids (no click-id key ring), as before signed ids")
 		modes    = flag.String("modes", "async,ack", "comma-separated recorder modes to measure beside the bare handler")
 	)
 	flag.Parse()
@@ -85,13 +84,11 @@ func main() {
 		}
 		recorderModes = append(recorderModes, m)
 	}
-	if !*plainIDs {
-		keys, err := clickid.ParseKeys(clickid.GenerateKeySpec())
-		if err != nil {
-			log.Fatal(err)
-		}
-		clickIDs = keys
+	keys, err := clickid.ParseKeys(clickid.GenerateKeySpec())
+	if err != nil {
+		log.Fatal(err)
 	}
+	clickIDs = keys
 	if err := run(*pgURL, *spoolDir, counts, *threads, *duration, *warmup, *wrkBin); err != nil {
 		log.Fatal(err)
 	}
@@ -194,12 +191,8 @@ func run(adminURL, spoolParent string, counts []int, threads int, duration, warm
 	}
 
 	load, _ := os.ReadFile("/proc/loadavg")
-	idKind := "signed (clickid, one key)"
-	if !clickIDs.CanMint() {
-		idKind = "plain"
-	}
-	fmt.Printf("bench-redirect: GOMAXPROCS=%d, %d CPUs, load average %s, wrk -t%d, %s per run after a %s warm-up; Kafka: embedded (own process), %d partitions, acks=all; click ids %s\n",
-		runtime.GOMAXPROCS(0), runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), threads, duration, warmup, kcfg.Partitions, idKind)
+	fmt.Printf("bench-redirect: GOMAXPROCS=%d, %d CPUs, load average %s, wrk -t%d, %s per run after a %s warm-up; Kafka: embedded (own process), %d partitions, acks=all; click ids signed (clickid, one key)\n",
+		runtime.GOMAXPROCS(0), runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), threads, duration, warmup, kcfg.Partitions)
 	results := map[string]map[int]wrkResult{}
 	for _, n := range counts {
 		for _, tg := range targets {
@@ -241,8 +234,7 @@ var (
 	ackTimeout     time.Duration
 	withMiddleware bool
 	recorderModes  []tracking.Mode
-	// clickIDs sign the real redirect's click ids, as production does; the zero Keys mints
-	// plain ones (-plain-click-ids).
+	// clickIDs sign the real redirect's click ids, as production does.
 	clickIDs clickid.Keys
 )
 

@@ -83,9 +83,9 @@ type ServiceOptions struct {
 	// DuplicateMaxEntries bounds the duplicate detector's memory (default 1 000 000
 	// visitor-link pairs, 32 MB of tables, allocated as they fill).
 	DuplicateMaxEntries int
-	// ClickIDs sign the click ids (package clickid), so a conversion can be attributed from
-	// its id without waiting for the click to reach ClickHouse. Without a key, click ids are
-	// plain ones, which only the ClickHouse lookup attributes.
+	// ClickIDs sign the click ids (package clickid), so a conversion is attributed from its
+	// id alone. Without a key the service makes one of its own, which nothing else can verify:
+	// for tests; the api passes its ring (--click-id-keys).
 	ClickIDs clickid.Keys
 	Now      func() time.Time
 	Log      *slog.Logger
@@ -114,6 +114,10 @@ func NewService(resolver *Resolver, recorder ClickRecorder, o ServiceOptions) *S
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if !o.ClickIDs.CanMint() {
+		// A spec GenerateKeySpec made always parses.
+		o.ClickIDs, _ = clickid.ParseKeys(clickid.GenerateKeySpec())
 	}
 	return &Service{links: resolver, recorder: recorder, dedup: NewDedup(o.DuplicateWindow, o.DuplicateMaxEntries),
 		clickIDs: o.ClickIDs, now: o.Now, log: o.Log}
@@ -181,12 +185,9 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 	return r, nil
 }
 
-// clickID mints a signed click id when there is a key, a plain one otherwise. A link id the
-// codec cannot carry would be a bug elsewhere; the click still gets a (plain) id and counts.
+// clickID mints the signed click id. A link id the codec cannot carry would be a bug
+// elsewhere (links get ids.New ids); the click still gets a (plain) id and counts.
 func (s *Service) clickID(linkID string, now time.Time, random [clickid.RandomLen]byte) string {
-	if !s.clickIDs.CanMint() {
-		return ids.New(ids.Click)
-	}
 	id, err := s.clickIDs.MintWith(linkID, now, random)
 	if err != nil {
 		s.log.Error("click id not signed; using a plain one", "link_id", linkID, "err", err)
