@@ -29,7 +29,6 @@ type ConversionService interface {
 	RejectMany(ctx context.Context, advertiserID string, conversionIDs []string, reason string) ([]conversions.Conversion, error)
 }
 
-
 // MountConversions adds the conversion and commission routes: registering, reading and
 // deciding in /api/v1, reading commissions in the partner API, and the dashboard's lists and
 // decisions (with bulk approval and rejection). Advertisers see their programs' conversions; affiliates
