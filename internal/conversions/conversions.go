@@ -322,6 +322,11 @@ func nullTime(t time.Time) *time.Time {
 
 // validate checks the input that needs no lookup and fills the defaults.
 func (s *Service) validate(in *NewConversion, now time.Time) error {
+	externalID := freetext.Check(in.ExternalID, 1, MaxExternalID, false)
+	customerID := ""
+	if in.CustomerID != "" {
+		customerID = freetext.Check(in.CustomerID, 1, MaxCustomerID, false)
+	}
 	switch {
 	case in.ClickID == "" && in.CouponCode == "" && in.CustomerID == "":
 		return invalid("click_id", "is required unless the conversion has a coupon_code or a customer_id")
@@ -329,12 +334,12 @@ func (s *Service) validate(in *NewConversion, now time.Time) error {
 		return invalid("click_id", "must be the click id (clk_...) passed to the landing page")
 	case in.ExternalID == "":
 		return invalid("external_id", "is required: the order id, unique per program")
-	case freetext.Check(in.ExternalID, 1, MaxExternalID, false) != "":
-		return invalid("external_id", "%s", freetext.Check(in.ExternalID, 1, MaxExternalID, false))
+	case externalID != "":
+		return invalid("external_id", "%s", externalID)
 	case in.CouponCode != "" && !couponPattern.MatchString(in.CouponCode):
 		return invalid("coupon_code", "must be 1 to 64 letters, digits, '_' or '-'")
-	case in.CustomerID != "" && freetext.Check(in.CustomerID, 1, MaxCustomerID, false) != "":
-		return invalid("customer_id", "%s", freetext.Check(in.CustomerID, 1, MaxCustomerID, false))
+	case customerID != "":
+		return invalid("customer_id", "%s", customerID)
 	case in.ProgramID != "" && !ids.Valid(ids.Program, in.ProgramID):
 		return invalid("program_id", "must be a program id (prg_...)")
 	}
