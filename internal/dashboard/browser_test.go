@@ -52,7 +52,10 @@ func newBrowser(t *testing.T, base, lang string, width, height int) *browser {
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(width, height), chromedp.Flag("lang", lang))
+		chromedp.WindowSize(width, height), chromedp.Flag("lang", lang),
+		// Chromium starts slowly on a 2-core CI machine busy with other test packages; the
+		// default 20 s wait for its DevTools address is not always enough there.
+		chromedp.WSURLReadTimeout(2*time.Minute))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
