@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/ids"
@@ -27,74 +27,92 @@ const finalStoreTimeout = 5 * time.Second
 
 // consume records the deliveries of every event of the topic until ctx ends.
 func (s *Service) consume(ctx context.Context) error {
-	r := kafka.NewReader(s.o.Kafka, kafka.TopicEvents, s.o.Group)
-	defer r.Close()
-	msgs := make(chan kafkago.Message, s.o.ConsumeBatch)
+	c, err := kafka.NewConsumer(s.o.Kafka, kafka.ConsumerOptions{Group: s.o.Group, Topic: kafka.TopicEvents,
+		MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 250 * time.Millisecond, Log: s.o.Log})
+	if err != nil {
+		return fmt.Errorf("deliver: %w", err)
+	}
+	return c.Run(ctx, s.assigned)
+}
+
+// message is an event read from Kafka.
+type message struct {
+	partition int
+	offset    int64
+	value     []byte
+}
+
+// recording is one consumer-group generation: the partitions' fetches are gathered into
+// batches, and each batch is recorded and then committed.
+type recording struct {
+	fetches chan []message
+	done    chan struct{}
+}
+
+func (s *Service) assigned(session *kafka.Session) kafka.Claim {
+	r := &recording{fetches: make(chan []message, len(session.Partitions)+1), done: make(chan struct{})}
 	go func() {
-		defer close(msgs)
-		failed := func(err error) {
-			if err != nil {
-				s.o.Log.Warn("fetching events failed; retrying", "err", err)
-			}
-		}
-		kafka.Fetch(ctx, r, failed, func(m kafkago.Message) bool {
-			select {
-			case msgs <- m:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		})
+		defer close(r.done)
+		s.recordLoop(session, r.fetches)
 	}()
-	batch := make([]kafkago.Message, 0, s.o.ConsumeBatch)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	for {
-		var full, closed bool
-		select {
-		case m, ok := <-msgs:
-			if !ok {
-				closed = true
-				break
-			}
-			batch = append(batch, m)
-			if len(batch) == 1 {
-				timer.Reset(linger)
-			}
-			full = len(batch) >= s.o.ConsumeBatch
-		case <-timer.C:
-			full = true
-		}
-		if (full || closed) && len(batch) > 0 {
-			timer.Stop()
-			if !s.storeAndCommit(ctx, r, batch, closed) {
-				return nil // not stored: committing later batches would skip it
-			}
-			batch = batch[:0]
-		}
-		if closed {
-			return nil
-		}
+	return r
+}
+
+func (r *recording) Fetched(ctx context.Context, f *kafka.Fetch) {
+	var msgs []message
+	for offset, value := range f.Records() {
+		msgs = append(msgs, message{partition: f.Partition, offset: offset, value: bytes.Clone(value)})
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	select {
+	case r.fetches <- msgs:
+	case <-ctx.Done():
 	}
 }
 
-// storeAndCommit records a batch, retrying while ctx lasts (the final batch gets one bounded
-// try), then commits its offsets.
-func (s *Service) storeAndCommit(ctx context.Context, r *kafkago.Reader, batch []kafkago.Message, final bool) bool {
+// Revoked waits for the batch in hand to be recorded and committed, or given up.
+func (r *recording) Revoked() { <-r.done }
+
+// recordLoop gathers the generation's messages into batches of at most ConsumeBatch and
+// records each; when one cannot be recorded, it stops, as committing later ones would skip it.
+func (s *Service) recordLoop(session *kafka.Session, fetches <-chan []message) {
+	ctx := session.Context()
+	batch := make([]message, 0, s.o.ConsumeBatch)
+	run.Gather[[]message]{Size: s.o.ConsumeBatch, Linger: linger,
+		Add: func(msgs []message, room int) (int, []message, bool) {
+			n := min(room, len(msgs))
+			batch = append(batch, msgs[:n]...)
+			return n, msgs[n:], n < len(msgs)
+		},
+		Flush: func() bool {
+			ok := s.storeAndCommit(ctx, session, batch)
+			batch = batch[:0]
+			return ok
+		},
+	}.Run(ctx, fetches)
+}
+
+// storeAndCommit records a batch, retrying while the generation (ctx) lasts (once it has
+// ended, the batch gets one bounded try), then commits its offsets.
+func (s *Service) storeAndCommit(ctx context.Context, session *kafka.Session, batch []message) bool {
 	envs := make([]events.Envelope, 0, len(batch))
+	next := map[int]int64{}
 	for _, m := range batch {
+		next[m.partition] = max(next[m.partition], m.offset+1)
 		var e events.Envelope
-		if err := json.Unmarshal(m.Value, &e); err != nil || e.ID == "" || e.Type == "" {
-			s.o.Log.Error("skipping an event that is not an envelope", "partition", m.Partition, "offset", m.Offset, "err", err)
+		if err := json.Unmarshal(m.value, &e); err != nil || e.ID == "" || e.Type == "" {
+			s.o.Log.Error("skipping an event that is not an envelope", "partition", m.partition, "offset", m.offset, "err", err)
 			continue
 		}
 		envs = append(envs, e)
 	}
 	eventsConsumed.Add(float64(len(batch)))
+	final := ctx.Err() != nil
 	for attempt := 1; ; attempt++ {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalStoreTimeout)
-		if !final && ctx.Err() == nil {
+		if !final {
 			cancel()
 			sctx, cancel = context.WithCancel(ctx)
 		}
@@ -114,9 +132,7 @@ func (s *Service) storeAndCommit(ctx context.Context, r *kafkago.Reader, batch [
 		hook(len(batch))
 	}
 	signal(s.wake)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalStoreTimeout)
-	defer cancel()
-	if err := r.CommitMessages(cctx, batch...); err != nil {
+	if err := session.Commit(next); err != nil {
 		// Stored: a redelivery of this batch records nothing new.
 		s.o.Log.Warn("commit failed; the events may be consumed again (and deduplicated)", "err", err)
 	}

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 )
@@ -15,20 +13,12 @@ import (
 // there would have.
 func (e *env) commitEvery(t *testing.T, group, topic string, offset int64) {
 	t.Helper()
-	client := &kafkago.Client{Addr: kafkago.TCP(e.kafka.Brokers...), Timeout: 5 * time.Second}
-	commits := make([]kafkago.OffsetCommit, e.kafka.Partitions)
-	for p := range commits {
-		commits[p] = kafkago.OffsetCommit{Partition: p, Offset: offset}
+	offsets := map[int]int64{}
+	for p := range e.kafka.Partitions {
+		offsets[p] = offset
 	}
-	res, err := client.OffsetCommit(context.Background(), &kafkago.OffsetCommitRequest{
-		GroupID: group, GenerationID: -1, Topics: map[string][]kafkago.OffsetCommit{topic: commits}})
-	if err != nil {
+	if err := kafka.CommitOffsets(context.Background(), e.kafka, group, topic, offsets); err != nil {
 		t.Fatal(err)
-	}
-	for _, p := range res.Topics[topic] {
-		if p.Error != nil {
-			t.Fatalf("commit partition %d: %v", p.Partition, p.Error)
-		}
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
@@ -86,39 +85,17 @@ func (e *env) produce(t testing.TB, topic string, msgs []kafka.Record) {
 // waitCaughtUp waits until the consumer group has committed every message of topic.
 func (e *env) waitCaughtUp(t testing.TB, group, topic string, timeout time.Duration) {
 	t.Helper()
-	client := &kafkago.Client{Addr: kafkago.TCP(e.kafka.Brokers...), Timeout: 5 * time.Second}
-	parts := make([]int, e.kafka.Partitions)
-	reqs := make([]kafkago.OffsetRequest, e.kafka.Partitions)
-	for i := range parts {
-		parts[i] = i
-		reqs[i] = kafkago.LastOffsetOf(i)
-	}
 	deadline := time.Now().Add(timeout)
 	var behind string
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		ends, err1 := client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: reqs}})
-		committed, err2 := client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+		end, done, err := kafka.Offsets(ctx, e.kafka, group, topic)
 		cancel()
-		if err1 == nil && err2 == nil {
+		if err == nil {
 			// Every partition is checked: the broker may leave out a partition the group has
 			// not committed yet, or answer one with an error, and neither is caught up.
-			end := map[int]int64{}
-			for _, p := range ends.Topics[topic] {
-				if p.Error != nil {
-					end[p.Partition] = -1
-				} else {
-					end[p.Partition] = p.LastOffset
-				}
-			}
-			done := map[int]int64{}
-			for _, p := range committed.Topics[topic] {
-				if p.Error == nil {
-					done[p.Partition] = p.CommittedOffset
-				}
-			}
 			behind = ""
-			for _, part := range parts {
+			for part := range e.kafka.Partitions {
 				last, ok := end[part]
 				off, committed := done[part]
 				if !ok || last < 0 || (last > 0 && (!committed || off < last)) {
@@ -129,7 +106,7 @@ func (e *env) waitCaughtUp(t testing.TB, group, topic string, timeout time.Durat
 				return
 			}
 		} else {
-			behind = fmt.Sprint(err1, err2)
+			behind = err.Error()
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

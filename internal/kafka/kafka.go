@@ -1,5 +1,5 @@
 // Package kafka holds PartnerStream's Kafka plumbing: the topic names, the connection
-// settings, topic provisioning, a readiness probe, and the producer and reader every
+// settings, topic provisioning, a readiness probe, and the producer and consumer every
 // component builds on, so that all of them agree on acks, partitioning and commit semantics.
 //
 // The clients are segmentio/kafka-go. They run against a real Kafka in production and
@@ -19,8 +19,6 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
-
-	"github.com/partnerstream/partnerstream/internal/run"
 )
 
 // Topic names are fixed (docs/architecture.md, "Topics"); they are constants rather than
@@ -117,66 +115,6 @@ func (c Config) clientID() string {
 
 func newDialer(clientID string) *kafkago.Dialer {
 	return &kafkago.Dialer{ClientID: clientID, Timeout: dialTimeout, DualStack: true}
-}
-
-// NewReader returns a consumer-group member for one topic. Offsets are committed only when
-// the caller calls CommitMessages (synchronously), after it has durably handled the
-// messages, so a crash replays rather than loses them. Use FetchMessage, not ReadMessage:
-// ReadMessage commits on read.
-//
-// A group with no committed offset starts at the oldest retained message, so a new consumer
-// (or one whose offsets expired) processes the backlog instead of skipping it.
-func NewReader(cfg Config, topic, groupID string) *kafkago.Reader {
-	return kafkago.NewReader(kafkago.ReaderConfig{
-		Brokers: cfg.Brokers,
-		Topic:   topic,
-		GroupID: groupID,
-		Dialer:  newDialer(cfg.clientID()),
-		// The default MaxWait is 10 s: an idle partition would hold a fetch that long, which
-		// delays both fresh messages and Close.
-		MaxWait:        250 * time.Millisecond,
-		MinBytes:       1,
-		MaxBytes:       10 << 20,
-		StartOffset:    kafkago.FirstOffset,
-		CommitInterval: 0, // synchronous CommitMessages
-		// Added partitions must reach a running group without a restart.
-		WatchPartitionChanges: true,
-		// A member learns of a rebalance only through its heartbeat, so this is how long a
-		// scaled-up replica waits for partitions (3 s by default); 1 s costs one tiny
-		// request per second per member.
-		HeartbeatInterval: time.Second,
-		// Join errors are transient (a coordinator moving); the 5 s default backoff makes a
-		// broker restart look like an outage.
-		JoinGroupBackoff: time.Second,
-	})
-}
-
-// Fetch hands the reader's messages to handle, in order, until ctx ends or handle returns
-// false. A failed fetch is retried with backoff (run.Backoff); failed hears of each failure
-// and, with nil, of the first fetch that succeeds after some.
-func Fetch(ctx context.Context, r *kafkago.Reader, failed func(error), handle func(kafkago.Message) bool) {
-	failures := 0
-	for {
-		m, err := r.FetchMessage(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			failures++
-			failed(err)
-			if !run.Sleep(ctx, run.Backoff(failures)) {
-				return
-			}
-			continue
-		}
-		if failures > 0 {
-			failures = 0
-			failed(nil)
-		}
-		if !handle(m) {
-			return
-		}
-	}
 }
 
 // Ping checks that Kafka answers: it dials the brokers in turn and reads the cluster

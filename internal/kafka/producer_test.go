@@ -1,13 +1,10 @@
 package kafka_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/testenv"
@@ -39,7 +36,10 @@ func TestEveryCopyOfARecordLandsOnThePartitionOfItsFirstTry(t *testing.T) {
 			t.Fatalf("%s: %v", name, errs)
 		}
 	}
-	got := readAll(ctx, t, cfg, kafka.TopicClicks)
+	got, err := kafka.ReadAll(ctx, cfg, kafka.TopicClicks)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if want := 2*len(recs) + len(replay); len(got) != want {
 		t.Fatalf("read %d records, want %d", len(got), want)
 	}
@@ -75,7 +75,10 @@ func TestALargeGroupIsSplitIntoRequests(t *testing.T) {
 	if errs := p.Produce(ctx, recs); errs != nil {
 		t.Fatal(errs)
 	}
-	got := readAll(ctx, t, cfg, kafka.TopicEvents)
+	got, err := kafka.ReadAll(ctx, cfg, kafka.TopicEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(got) != len(recs) {
 		t.Fatalf("read %d records, want %d", len(got), len(recs))
 	}
@@ -115,36 +118,4 @@ func TestEveryRecordGetsTheErrorOfAFailedProduce(t *testing.T) {
 	if len(errs) != 2 || errs[0] == nil || errs[1] == nil {
 		t.Fatalf("errors %v, want one for each record", errs)
 	}
-}
-
-// readAll reads every record of topic, partition by partition.
-func readAll(ctx context.Context, t *testing.T, cfg kafka.Config, topic string) []kafkago.Message {
-	t.Helper()
-	var out []kafkago.Message
-	for partition := range cfg.Partitions {
-		conn, err := kafkago.DialLeader(ctx, "tcp", cfg.Brokers[0], topic, partition)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		last, err := conn.ReadLastOffset()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if last == 0 {
-			_ = conn.Close() // a fetch of an empty partition would wait out the deadline
-			continue
-		}
-		batch := conn.ReadBatch(1, 10<<20)
-		for range last {
-			m, err := batch.ReadMessage()
-			if err != nil {
-				t.Fatalf("partition %d: %v", partition, err)
-			}
-			out = append(out, m)
-		}
-		_ = batch.Close()
-		_ = conn.Close()
-	}
-	return out
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	dto "github.com/prometheus/client_model/go"
-	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/kafka"
@@ -112,42 +111,19 @@ func (e *env) waitDrained(t *testing.T) {
 }
 
 // readAll returns every message of the events topic, partition by partition, in offset order.
-func (e *env) readAll(t *testing.T) []kafkago.Message {
+func (e *env) readAll(t *testing.T) []kafka.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var all []kafkago.Message
-	for p := range partitions {
-		conn, err := kafkago.DialLeader(ctx, "tcp", e.brokers[0], kafka.TopicEvents, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last, err := conn.ReadLastOffset()
-		conn.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if last == 0 {
-			continue
-		}
-		r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: e.brokers, Topic: kafka.TopicEvents, Partition: p, MaxWait: 100 * time.Millisecond})
-		for {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				t.Fatalf("read partition %d: %v", p, err)
-			}
-			all = append(all, m)
-			if m.Offset >= last-1 {
-				break
-			}
-		}
-		r.Close()
+	all, err := kafka.ReadAll(ctx, kafka.Config{Brokers: e.brokers}, kafka.TopicEvents)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return all
 }
 
 // published counts the messages per event id and checks each against its envelope.
-func published(t *testing.T, msgs []kafkago.Message) map[string]int {
+func published(t *testing.T, msgs []kafka.Message) map[string]int {
 	t.Helper()
 	seen := map[string]int{}
 	for _, m := range msgs {

@@ -27,19 +27,20 @@ const (
 // before canceling ctx: a click recorded after Run returned is dropped.
 func (r *Recorder) Run(ctx context.Context) error {
 	replayCtx, stopReplay := context.WithCancel(context.WithoutCancel(ctx))
-	stopDrain := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { r.replayLoop(replayCtx) })
 	if r.o.Mode == ModeAsync {
 		for range r.o.Workers {
-			wg.Go(func() { r.drain(stopDrain) })
+			wg.Go(r.drain)
 		}
 	}
 	<-ctx.Done()
 
 	r.setState(recorderStateClosing)
 	stopReplay()
-	close(stopDrain)
+	if r.o.Mode == ModeAsync {
+		close(r.queue) // no click enters it once closing: the workers empty it and return
+	}
 	wg.Wait()
 	if r.spool.Size() > 0 {
 		fctx, cancel := context.WithTimeout(context.Background(), r.o.ShutdownFlush)
@@ -65,40 +66,23 @@ func (r *Recorder) setState(s int) {
 	r.stateMu.Unlock()
 }
 
-// drain is an async worker: it sends whatever the queue holds, up to drainBatch at a time.
-// Once stop is closed no click enters the queue any more, so it empties the queue and
-// returns.
-func (r *Recorder) drain(stop <-chan struct{}) {
+// drain is an async worker: it sends what the queue holds in groups of up to drainBatch,
+// each sent once full or once its first click has waited drainLinger. Run closes the queue
+// once no click can enter it any more, and the worker returns when it is empty.
+func (r *Recorder) drain() {
 	batch := make([]item, 0, drainBatch)
-	for {
-		var stopping bool
-		select {
-		case it := <-r.queue:
-			batch = append(batch[:0], it)
-			if len(r.queue) < drainBatch {
-				time.Sleep(drainLinger)
-			}
-		case <-stop:
-			stopping = true
-			batch = batch[:0]
-		}
-	fill:
-		for len(batch) < drainBatch {
-			select {
-			case it := <-r.queue:
-				batch = append(batch, it)
-			default:
-				break fill
-			}
-		}
-		if len(batch) > 0 {
+	run.Gather[item]{Size: drainBatch, Linger: drainLinger,
+		Add: func(it item, _ int) (int, item, bool) {
+			batch = append(batch, it)
+			return 1, item{}, false
+		},
+		Flush: func() bool {
 			// A spool error is already counted and logged; there is nobody to tell.
 			_ = r.deliver(batch, time.Now().Add(r.o.AsyncAckTimeout), nil)
-		}
-		if stopping && len(batch) == 0 {
-			return
-		}
-	}
+			batch = batch[:0]
+			return true
+		},
+	}.Run(context.Background(), r.queue)
 }
 
 // replayLoop replays the spool whenever it has records, with a growing pause after a failed

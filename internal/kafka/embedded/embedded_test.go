@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/kafka/embedded"
 )
@@ -95,26 +93,22 @@ func TestDataDirKeepsMessagesAcrossRestart(t *testing.T) {
 	cfg.Brokers = second.Addrs()
 	// Fail with a clear message rather than a reader waiting out the deadline on a topic
 	// that was not restored.
-	conn, err := kafkago.DialContext(ctx, "tcp", cfg.Brokers[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts, err := conn.ReadPartitions(kafka.TopicClicks)
-	conn.Close()
+	parts, err := kafka.Partitions(ctx, cfg, kafka.TopicClicks)
 	if err != nil || len(parts) != cfg.Partitions {
 		t.Fatalf("after restart topic %s has partitions %v (err %v), want %d", kafka.TopicClicks, parts, err, cfg.Partitions)
 	}
-	r := kafka.NewReader(cfg, kafka.TopicClicks, "after-restart")
-	defer r.Close()
-	for len(want) > 0 {
-		m, err := r.FetchMessage(ctx)
-		if err != nil {
-			t.Fatalf("fetch after restart, still missing %d messages: %v", len(want), err)
-		}
+	got, err := kafka.ReadAll(ctx, cfg, kafka.TopicClicks)
+	if err != nil {
+		t.Fatalf("read after restart: %v", err)
+	}
+	for _, m := range got {
 		if !want[string(m.Value)] {
 			t.Fatalf("unexpected or duplicate message %s", m.Value)
 		}
 		delete(want, string(m.Value))
+	}
+	if len(want) > 0 {
+		t.Fatalf("after restart %d messages are missing", len(want))
 	}
 }
 
@@ -128,17 +122,8 @@ func TestInMemoryBrokerStartsEmpty(t *testing.T) {
 	first.Close()
 
 	second := start(t, embedded.Options{})
-	conn, err := kafkago.DialContext(ctx, "tcp", second.Addrs()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	parts, err := conn.ReadPartitions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(parts) != 0 {
-		t.Errorf("a fresh in-memory broker has partitions %v, want none", parts)
+	if parts, err := kafka.Partitions(ctx, config(second), kafka.TopicEvents); err == nil {
+		t.Errorf("a fresh in-memory broker has %s with partitions %v, want no such topic", kafka.TopicEvents, parts)
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
-
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/kafka/embedded"
@@ -100,35 +98,17 @@ func ReadClicksOnce(t testing.TB, cfg kafka.Config) []Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var out []Message
-	for p := range cfg.Partitions {
-		conn, err := kafkago.DialLeader(ctx, "tcp", cfg.Brokers[0], kafka.TopicClicks, p)
-		if err != nil {
-			t.Fatalf("dial partition %d: %v", p, err)
+	msgs, err := kafka.ReadAll(ctx, cfg, kafka.TopicClicks)
+	if err != nil {
+		t.Fatalf("read the clicks topic: %v", err)
+	}
+	out := make([]Message, 0, len(msgs))
+	for _, m := range msgs {
+		var c events.Click
+		if err := json.Unmarshal(m.Value, &c); err != nil {
+			t.Fatalf("message %s is not a click: %v", m.Value, err)
 		}
-		last, err := conn.ReadLastOffset()
-		conn.Close()
-		if err != nil {
-			t.Fatalf("last offset of partition %d: %v", p, err)
-		}
-		if last == 0 {
-			continue
-		}
-		r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: cfg.Brokers, Topic: kafka.TopicClicks, Partition: p, MaxWait: 100 * time.Millisecond})
-		for off := int64(0); off < last; {
-			m, err := r.FetchMessage(ctx)
-			if err != nil {
-				r.Close()
-				t.Fatalf("read partition %d at %d of %d: %v", p, off, last, err)
-			}
-			var c events.Click
-			if err := json.Unmarshal(m.Value, &c); err != nil {
-				t.Fatalf("message %s is not a click: %v", m.Value, err)
-			}
-			out = append(out, Message{Key: string(m.Key), Click: c})
-			off = m.Offset + 1
-		}
-		r.Close()
+		out = append(out, Message{Key: string(m.Key), Click: c})
 	}
 	return out
 }
