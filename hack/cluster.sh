@@ -74,6 +74,7 @@ up() {
 }
 
 # values: the chart's values for this machine; the Secrets and the receivers' CA go in first.
+# Click ids are signed with the key the chart generates, as on an install with default values.
 values() {
   # shellcheck disable=SC1090 # written by up
   source <(sed 's/^/export /' "$DIR/env")
@@ -82,13 +83,7 @@ values() {
     local pgurl=${PARTNERSTREAM_POSTGRES_URL}
     kubectl -n "$NS" create secret generic partnerstream-local \
       --from-literal=postgres-url="$pgurl" \
-      --from-literal=session-keys="k1:$(head -c 32 /dev/urandom | base64 -w0)" \
-      --from-literal=click-id-keys="c1:$(head -c 32 /dev/urandom | base64 -w0)" >/dev/null
-  fi
-  # A Secret made before click ids were signed gets its key added.
-  if [ -z "$(kubectl -n "$NS" get secret partnerstream-local -o jsonpath='{.data.click-id-keys}')" ]; then
-    kubectl -n "$NS" patch secret partnerstream-local --type merge \
-      -p "{\"stringData\":{\"click-id-keys\":\"c1:$(head -c 32 /dev/urandom | base64 -w0)\"}}" >/dev/null
+      --from-literal=session-keys="k1:$(head -c 32 /dev/urandom | base64 -w0)" >/dev/null
   fi
   kubectl -n "$NS" create configmap partnerstream-receiver-ca --from-file=ca.crt="$DIR/pki/receiver-ca.crt" \
     --dry-run=client -o yaml | kubectl apply -f - >/dev/null
@@ -105,8 +100,6 @@ kafka:
   partitions: 3
 session:
   keys: {secretName: partnerstream-local, secretKey: session-keys}
-clickIDs:
-  keys: {secretName: partnerstream-local, secretKey: click-id-keys}
 api:
   baseURL: "$PARTNERSTREAM_BASE_URL"
   service: {type: NodePort, nodePort: $API_NODE_PORT}

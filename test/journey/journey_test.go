@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,15 +30,29 @@ func (w *world) play(t *testing.T) {
 	const nVisitors, perVisitor = 8, 5
 	vs := visitors(nVisitors)
 	log := newClickLog()
-	w.drive(context.Background(), vs, 4, nVisitors*perVisitor, 0, log)
+	w.drive(context.Background(), vs, 4, nVisitors*perVisitor-1, 0, log)
+	// The last click converts at once: a signed click id needs nothing from ClickHouse, so an
+	// order sent the moment its redirect answered is 201 like any other.
+	lastVisitor := vs[(nVisitors*perVisitor-1)%nVisitors]
+	lastClick, err := lastVisitor.click(s.baseURL, w.linkCode)
+	answered := time.Now()
+	log.add(lastVisitor, lastClick, err)
+	if err != nil {
+		t.Fatalf("journey: the last click: %v", err)
+	}
+	lastOrder, status := w.convert(t, lastClick, "order-6", "42.00")
+	if status != http.StatusCreated {
+		t.Fatalf("journey: an order sent %s after its redirect answered %d, want 201", time.Since(answered), status)
+	}
 	ids, failed := log.answered()
 	if failed != 0 || len(ids) != nVisitors*perVisitor {
 		t.Fatalf("journey: %d clicks answered (%d failed), want %d", len(ids), failed, nVisitors*perVisitor)
 	}
+	ids = slices.DeleteFunc(ids, func(id string) bool { return id == lastClick })
 
-	// Six orders, on clicks of six visitors; the first order is sent twice (a retrying
+	// Six orders, the last on the last click; the first order is sent twice (a retrying
 	// integration) and must stay one conversion.
-	amounts := []string{"120.00", "59.90", "310.50", "15.00", "99.90", "42.00"}
+	amounts := []string{"120.00", "59.90", "310.50", "15.00", "99.90"}
 	var convs []conversion
 	for i, amount := range amounts {
 		c, status := w.convert(t, ids[i*perVisitor], fmt.Sprintf("order-%d", i+1), amount)
@@ -46,6 +61,7 @@ func (w *world) play(t *testing.T) {
 		}
 		convs = append(convs, c)
 	}
+	convs = append(convs, lastOrder)
 	if again, status := w.convert(t, ids[0], "order-1", "120.00"); status != http.StatusOK || again.ID != convs[0].ID {
 		t.Fatalf("journey: repeated order answered %d with %s, want 200 with %s", status, again.ID, convs[0].ID)
 	}
