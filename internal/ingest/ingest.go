@@ -32,7 +32,6 @@ const (
 	DefaultBatchSize     = 10000
 	DefaultBatchInterval = time.Second
 	DefaultGroupPrefix   = "partnerstream-ingest"
-	DefaultClickWait     = 5 * time.Minute
 )
 
 // Tables that the rows_total metric names.
@@ -51,11 +50,6 @@ type Options struct {
 	// waits in a batch before it is written, so it bounds how fresh statistics are.
 	BatchSize     int
 	BatchInterval time.Duration
-	// ClickWait is how long a new conversion whose signed click is not in ClickHouse yet
-	// holds the events it arrived with, so that it is stored with its click's sub1 (see
-	// Writer.attribute); counted from when ingest read its event or ClickHouse last became
-	// reachable, whichever is later.
-	ClickWait time.Duration
 	// GroupPrefix names the consumer groups <prefix>-clicks and <prefix>-events. A second
 	// pipeline (into another ClickHouse) needs a prefix of its own.
 	GroupPrefix string
@@ -102,11 +96,8 @@ func New(o Options) (*Service, error) {
 	if o.BatchInterval == 0 {
 		o.BatchInterval = DefaultBatchInterval
 	}
-	if o.ClickWait == 0 {
-		o.ClickWait = DefaultClickWait
-	}
-	if o.BatchSize < 1 || o.BatchInterval < 0 || o.ClickWait < 0 {
-		return nil, fmt.Errorf("ingest: batch size %d, interval %s and click wait %s must be positive", o.BatchSize, o.BatchInterval, o.ClickWait)
+	if o.BatchSize < 1 || o.BatchInterval < 0 {
+		return nil, fmt.Errorf("ingest: batch size %d and interval %s must be positive", o.BatchSize, o.BatchInterval)
 	}
 	if o.FetchMinBytes == 0 {
 		o.FetchMinBytes = DefaultFetchMinBytes
@@ -128,11 +119,12 @@ func New(o Options) (*Service, error) {
 		o.Now = time.Now
 	}
 	w := NewWriter(o.ClickHouse, o.Database)
-	w.now, w.reachable, w.clickWait = o.Now, o.Now(), o.ClickWait
+	w.now = o.Now
 	s := &Service{}
 	s.clicks = newConsumer(s, o, kafka.TopicClicks, o.GroupPrefix+"-clicks", tableClicks, newClickDecoder, w.planClicks)
 	s.consumers = []runner{s.clicks,
-		newConsumer(s, o, kafka.TopicEvents, o.GroupPrefix+"-events", tableConversions, newEventDecoder, w.planConversions)}
+		newConsumer(s, o, kafka.TopicEvents, o.GroupPrefix+"-events", tableConversions, newEventDecoder, w.planConversions),
+		newClickWatcher(w, o)}
 	if o.Health != nil {
 		conn, brokers := o.ClickHouse, o.Kafka.Brokers
 		o.Health.Add("clickhouse", func(ctx context.Context) error { return chstore.Ping(ctx, conn) })
@@ -201,9 +193,7 @@ func decodeEvent(it *item[Conversion], value []byte) {
 		return
 	}
 	it.rec, it.ok, it.invalid = ParseConversion(e)
-	// A record read with Batch.Read has no Kafka timestamp: the click wait counts from when
-	// this ingester read the event, which a relay's delay cannot shorten either.
-	it.rec.Partition, it.rec.Offset, it.rec.Published, it.at = int32(it.partition), it.offset, time.Now(), e.OccurredAt
+	it.rec.Partition, it.rec.Offset, it.at = int32(it.partition), it.offset, e.OccurredAt
 }
 
 // Consumer group timings. A crashed replica's partitions move to the others after
@@ -490,6 +480,7 @@ func (c *consumer[T]) store(ctx, wctx context.Context, gen *kafkago.Generation, 
 	skippedTotal.WithLabelValues(c.topic, "duplicate").Add(float64(res.Duplicates))
 	skippedTotal.WithLabelValues(c.topic, "invalid").Add(float64(b.invalid))
 	withoutClick.Add(float64(res.WithoutClick))
+	movedToClick.Add(float64(res.Moved))
 	batchSize.WithLabelValues(c.topic).Observe(float64(b.messages))
 	if hook := c.svc.afterWrite; hook != nil {
 		hook(c.topic, b.messages)
@@ -513,14 +504,9 @@ func (c *consumer[T]) store(ctx, wctx context.Context, gen *kafkago.Generation, 
 // slow one stored.
 const writeTimeout = 30 * time.Second
 
-// clickPendingRetry is how soon a batch held for the clicks of its conversions is planned
-// again: clicks are stored every --ingest-batch-interval (1 s by default).
-const clickPendingRetry = 250 * time.Millisecond
-
 // retrying runs f until it succeeds, with backoff, while the generation (ctx) lasts; each
 // attempt runs under wctx, which outlives the generation by finalWriteTimeout, so the last
-// attempt after the generation ended is bounded. A batch held for its clicks is no failure:
-// it is planned again shortly, and a shutdown meanwhile leaves it to Kafka, uncommitted.
+// attempt after the generation ended is bounded.
 func (c *consumer[T]) retrying(ctx, wctx context.Context, f func(context.Context) (plan, error)) (plan, error) {
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(wctx, writeTimeout)
@@ -529,14 +515,6 @@ func (c *consumer[T]) retrying(ctx, wctx context.Context, f func(context.Context
 		if err == nil {
 			c.setFailure(nil)
 			return p, nil
-		}
-		if errors.Is(err, errClickPending) {
-			c.log.Debug("holding a batch until its conversions' clicks are stored", "err", err)
-			if !run.Sleep(ctx, clickPendingRetry) {
-				return nil, err
-			}
-			attempt = 0
-			continue
 		}
 		flushErrors.WithLabelValues(c.topic).Inc()
 		c.setFailure(fmt.Errorf("clickhouse: write %s: %w", c.topic, err))
