@@ -228,3 +228,52 @@ func TestAConversionMovesToItsClicksSub1OnceAndKeepsIt(t *testing.T) {
 		t.Errorf("awaiting their clicks: %v, %v; want none", awaiting, err)
 	}
 }
+
+// Ingest plans a batch while the one before it is being inserted: an arrival again in the
+// next batch must find the conversion moved by the batch before, although the move has the
+// version of the state it moves.
+func TestAnArrivalAgainFindsTheMoveThePlanBeforeItInserts(t *testing.T) {
+	t.Parallel()
+	w, q := newWriterDB(t)
+	ctx := context.Background()
+	link := ids.New(ids.Link)
+	clickID, err := newClickKeys(t).Mint(link, day1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := conversion(1, events.CommissionPending)
+	c.ClickID, c.LinkID = clickID, link
+	if _, err := w.WriteConversions(ctx, []Conversion{c}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteClicks(ctx, []Click{click(clickID)}); err != nil {
+		t.Fatal(err)
+	}
+	arrival := Conversion{EventID: "evt_arrived", ID: c.ID, ClickID: clickID, LinkID: link, Sub1: "email",
+		ClickArrived: true, AwaitingSince: day1}
+	moved, err := w.planConversions(ctx, []Conversion{arrival}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := w.planConversions(ctx, []Conversion{arrival}, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := again.result(), (WriteResult{Duplicates: 1}); got != want {
+		t.Errorf("the arrival again: %+v, want %+v", got, want)
+	}
+	for _, p := range []plan{moved, again} {
+		if err := p.apply(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int64{}
+	for _, r := range totals(t, q, stats.Sub1) {
+		if r.Conversions.Total != 0 {
+			got[r.Sub1] = r.Conversions.Total
+		}
+	}
+	if want := map[string]int64{"email": 1}; !maps.Equal(got, want) {
+		t.Errorf("conversions by sub1 = %v, want %v", got, want)
+	}
+}
