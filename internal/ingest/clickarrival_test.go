@@ -139,20 +139,37 @@ func TestConversionsAreWrittenBeforeTheirClicksAndMovedToTheClicksSub1WhenTheyAr
 	}
 }
 
+// signedClick is a click whose id the redirect signed; click(id) is its click, with sub1 email.
+type signedClick struct{ link, id string }
+
+func newSignedClick(t *testing.T) signedClick {
+	t.Helper()
+	link := ids.New(ids.Link)
+	id, err := newClickKeys(t).Mint(link, day1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signedClick{link, id}
+}
+
+// state is a state of conversion id on the click, with the link the signed id names.
+func (k signedClick) state(id string, version uint64, status string) Conversion {
+	c := conversion(version, status)
+	c.ID, c.ClickID, c.LinkID = id, k.id, k.link
+	return c
+}
+
+// arrival is the click's arrival for conversion id, as the watcher publishes it.
+func (k signedClick) arrival(id string, since time.Time) Conversion {
+	return Conversion{EventID: "evt_arrived", ID: id, ClickID: k.id, LinkID: k.link, Sub1: "email",
+		ClickArrived: true, AwaitingSince: since}
+}
+
 func TestAConversionMovesToItsClicksSub1OnceAndKeepsIt(t *testing.T) {
 	t.Parallel()
 	w, q := newWriterDB(t)
 	ctx := context.Background()
-	link := ids.New(ids.Link)
-	clickID, err := newClickKeys(t).Mint(link, day1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := func(id string, version uint64, status string) Conversion {
-		c := conversion(version, status)
-		c.ID, c.ClickID, c.LinkID = id, clickID, link // as the signed id says
-		return c
-	}
+	k := newSignedClick(t)
 	watcher := &clickWatcher{w: w}
 	since := map[string]time.Time{} // by conversion, as the watcher read it first
 	arrival := func(id string) Conversion {
@@ -163,8 +180,7 @@ func TestAConversionMovesToItsClicksSub1OnceAndKeepsIt(t *testing.T) {
 			}
 			since[id] = awaiting[id].since
 		}
-		return Conversion{EventID: "evt_arrived", ID: id, ClickID: clickID, LinkID: link, Sub1: "email",
-			ClickArrived: true, AwaitingSince: since[id]}
+		return k.arrival(id, since[id])
 	}
 	type figures struct {
 		conversions, approved int64
@@ -188,7 +204,7 @@ func TestAConversionMovesToItsClicksSub1OnceAndKeepsIt(t *testing.T) {
 	}{
 		{"conversions whose click is not stored are written at once, under no sub1",
 			func() []Conversion {
-				return []Conversion{state("cnv_1", 1, events.CommissionPending), state("cnv_2", 1, events.CommissionPending)}
+				return []Conversion{k.state("cnv_1", 1, events.CommissionPending), k.state("cnv_2", 1, events.CommissionPending)}
 			},
 			WriteResult{Written: 2, WithoutClick: 2}, map[string]figures{"": two}},
 		{"the click's arrival moves a conversion to its sub1",
@@ -198,20 +214,20 @@ func TestAConversionMovesToItsClicksSub1OnceAndKeepsIt(t *testing.T) {
 			func() []Conversion { return []Conversion{arrival("cnv_1"), arrival("cnv_1")} },
 			WriteResult{Duplicates: 2}, map[string]figures{"": one, "email": one}},
 		{"a status change keeps the moved sub1",
-			func() []Conversion { return []Conversion{state("cnv_1", 2, events.CommissionApproved)} },
+			func() []Conversion { return []Conversion{k.state("cnv_1", 2, events.CommissionApproved)} },
 			WriteResult{Written: 1}, map[string]figures{"": one, "email": {1, 1, money.SumOf(10000), money.SumOf(1000)}}},
 		{"an arrival after it changes nothing",
 			func() []Conversion { return []Conversion{arrival("cnv_1")} },
 			WriteResult{Duplicates: 1}, map[string]figures{"": one, "email": {1, 1, money.SumOf(10000), money.SumOf(1000)}}},
 		{"an arrival beside a status change moves the new state",
 			func() []Conversion {
-				return []Conversion{state("cnv_2", 2, events.CommissionApproved), arrival("cnv_2")}
+				return []Conversion{k.state("cnv_2", 2, events.CommissionApproved), arrival("cnv_2")}
 			},
 			WriteResult{Written: 1, Moved: 1}, map[string]figures{"email": {2, 2, money.SumOf(20000), money.SumOf(2000)}}},
 	}
 	for i, s := range steps {
 		if i == 1 {
-			if _, err := w.WriteClicks(ctx, []Click{click(clickID)}); err != nil {
+			if _, err := w.WriteClicks(ctx, []Click{click(k.id)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -236,21 +252,14 @@ func TestAnArrivalAgainFindsTheMoveThePlanBeforeItInserts(t *testing.T) {
 	t.Parallel()
 	w, q := newWriterDB(t)
 	ctx := context.Background()
-	link := ids.New(ids.Link)
-	clickID, err := newClickKeys(t).Mint(link, day1)
-	if err != nil {
+	k := newSignedClick(t)
+	if _, err := w.WriteConversions(ctx, []Conversion{k.state("cnv_1", 1, events.CommissionPending)}); err != nil {
 		t.Fatal(err)
 	}
-	c := conversion(1, events.CommissionPending)
-	c.ClickID, c.LinkID = clickID, link
-	if _, err := w.WriteConversions(ctx, []Conversion{c}); err != nil {
+	if _, err := w.WriteClicks(ctx, []Click{click(k.id)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.WriteClicks(ctx, []Click{click(clickID)}); err != nil {
-		t.Fatal(err)
-	}
-	arrival := Conversion{EventID: "evt_arrived", ID: c.ID, ClickID: clickID, LinkID: link, Sub1: "email",
-		ClickArrived: true, AwaitingSince: day1}
+	arrival := k.arrival("cnv_1", day1)
 	moved, err := w.planConversions(ctx, []Conversion{arrival}, nil)
 	if err != nil {
 		t.Fatal(err)
