@@ -279,13 +279,11 @@ func dnsLabel(s string) bool {
 type Ingest struct {
 	BatchSize     int
 	BatchInterval time.Duration
-	ClickWait     time.Duration
 }
 
 func (i *Ingest) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&i.BatchSize, "ingest-batch-size", 10000, "most messages in one ClickHouse insert")
 	fs.DurationVar(&i.BatchInterval, "ingest-batch-interval", time.Second, "longest a message waits before its batch is written (bounds statistics freshness)")
-	fs.DurationVar(&i.ClickWait, "ingest-click-wait", 5*time.Minute, "longest a conversion with a signed click id waits for its click to reach ClickHouse, so that it is counted under the click's sub1")
 }
 
 func (i *Ingest) Validate() error {
@@ -294,9 +292,6 @@ func (i *Ingest) Validate() error {
 	}
 	if i.BatchInterval < 10*time.Millisecond || i.BatchInterval > time.Minute {
 		return Invalid("ingest-batch-interval", errors.New("must be between 10ms and 1m"))
-	}
-	if i.ClickWait < time.Second || i.ClickWait > 24*time.Hour {
-		return Invalid("ingest-click-wait", errors.New("must be between 1s and 24h"))
 	}
 	return nil
 }

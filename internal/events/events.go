@@ -46,6 +46,23 @@ const (
 // Types lists every domain event type.
 var Types = []string{ConversionCreated, ConversionApproved, ConversionRejected, PartnershipCreated, CommissionStatusChanged}
 
+// ClickArrived is no domain event: ingest publishes it on partnerstream.events, keyed by the
+// conversion id, when the click of a conversion it wrote without the click reaches ClickHouse,
+// so that the conversion's writer moves it to the click's sub1 (docs/stats.md, "A conversion's
+// link and sub1"). It names no company, so nobody receives it, and it is not in Types, so
+// nobody can subscribe to it.
+const ClickArrived = "ingest.click_arrived"
+
+// ClickArrivedData is the data of ClickArrived: the click's link and sub1, and since when the
+// conversion awaited it.
+type ClickArrivedData struct {
+	ConversionID string    `json:"conversion_id"`
+	ClickID      string    `json:"click_id"`
+	LinkID       string    `json:"link_id"`
+	Sub1         string    `json:"sub1"`
+	Since        time.Time `json:"since"`
+}
+
 // Commission statuses: the status of a conversion's commission, as the conversions domain
 // moves it and as its events, webhooks, statistics and exports carry it (docs/architecture.md,
 // "Domain states"). They are declared here, in the contract every side shares, and nowhere

@@ -2,30 +2,23 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/partnerstream/partnerstream/internal/clickid"
 )
 
-// errClickPending holds a batch of conversions whose clicks may still be on their way to
-// ClickHouse; ingest plans the batch again a moment later (consumer.retrying).
-var errClickPending = errors.New("conversions wait for their clicks")
-
 // attribute gives each conversion to be written the link and sub1 of its click: from its
 // stored state when it has one (a conversion keeps its attribution), else from the click
 // index. A click not found leaves them as the event says, and counts in withoutClick.
 //
-// Except while it may still come: a signed click id converts milliseconds after the
-// redirect, before ingest stored the click, and a conversion keeps the attribution it was
-// first written with. So a new conversion whose signed click is not stored holds the whole
-// batch (errClickPending, nothing written) until the clicks consumer stored the click, or
-// until clickWait has passed since ingest read the event and since ClickHouse last became
-// reachable (an outage, a restart), whichever is later.
-func (w *Writer) attribute(ctx context.Context, convs []Conversion, newest map[string]int, stored map[string]storedConversion) (withoutClick int, err error) {
+// A signed click id converts milliseconds after the redirect, often before ingest stored the
+// click. Such a conversion is written at once all the same, and returned in awaiting: the
+// plan lists it in conversions_awaiting_click, and once the click is stored the conversion is
+// moved to the click's sub1 (clickWatcher, moveToClick). Waiting for the click instead would
+// hold the whole events partition behind it.
+func (w *Writer) attribute(ctx context.Context, convs []Conversion, newest map[string]int, stored map[string]storedConversion) (withoutClick int, awaiting map[string]bool, err error) {
 	var want []int // indexes in convs of the conversions that need their click
 	var clickIDs []string
 	for id, i := range newest {
@@ -40,8 +33,7 @@ func (w *Writer) attribute(ctx context.Context, convs []Conversion, newest map[s
 		}
 	}
 	if len(clickIDs) == 0 {
-		awaitingClick.Set(0)
-		return 0, nil
+		return 0, nil, nil
 	}
 	type click struct{ link, sub1 string }
 	clicks := make(map[string]click, len(clickIDs))
@@ -55,32 +47,39 @@ func (w *Writer) attribute(ctx context.Context, convs []Conversion, newest map[s
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("ingest: look up the clicks of conversions: %w", err)
+		return 0, nil, fmt.Errorf("ingest: look up the clicks of conversions: %w", err)
 	}
-	now, reachable := w.now(), w.reachableSince()
-	pending := 0
 	for _, i := range want {
 		c := &convs[i]
 		k, ok := clicks[c.ClickID]
 		switch {
 		case ok:
 			c.LinkID, c.Sub1 = first(c.LinkID, k.link), first(c.Sub1, k.sub1)
-		case w.clickWait > 0 && clickid.Signed(c.ClickID) && now.Before(later(c.Published, reachable).Add(w.clickWait)):
-			pending++
+		case clickid.Signed(c.ClickID):
+			// A plain id's click was stored long before its conversion, or never will be.
+			if awaiting == nil {
+				awaiting = map[string]bool{}
+			}
+			awaiting[c.ID] = true
+			withoutClick++
 		default:
 			withoutClick++
 		}
 	}
-	awaitingClick.Set(float64(pending))
-	if pending > 0 {
-		return 0, fmt.Errorf("%w: %d of the batch's conversions", errClickPending, pending)
-	}
-	return withoutClick, nil
+	return withoutClick, awaiting, nil
 }
 
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
+// moveToClick gives c the link and sub1 of its click, arrived after c was written without
+// them, and reports whether that changed c. An arrival for another click (the conversion's
+// click id changed since) or one c already took changes nothing.
+func moveToClick(c *Conversion, arrived Conversion) bool {
+	if c.ClickID != arrived.ClickID {
+		return false
 	}
-	return b
+	link, sub1 := first(c.LinkID, arrived.LinkID), first(c.Sub1, arrived.Sub1)
+	if link == c.LinkID && sub1 == c.Sub1 {
+		return false
+	}
+	c.LinkID, c.Sub1 = link, sub1
+	return true
 }

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -251,6 +250,7 @@ func (c *consumer[T]) store(ctx, wctx context.Context, s *kafka.Session, b *batc
 	skippedTotal.WithLabelValues(c.topic, "duplicate").Add(float64(res.Duplicates))
 	skippedTotal.WithLabelValues(c.topic, "invalid").Add(float64(b.invalid))
 	withoutClick.Add(float64(res.WithoutClick))
+	movedToClick.Add(float64(res.Moved))
 	batchSize.WithLabelValues(c.topic).Observe(float64(b.messages))
 	if hook := c.svc.afterWrite; hook != nil {
 		hook(c.topic, b.messages)
@@ -274,14 +274,9 @@ func (c *consumer[T]) store(ctx, wctx context.Context, s *kafka.Session, b *batc
 // slow one stored.
 const writeTimeout = 30 * time.Second
 
-// clickPendingRetry is how soon a batch held for the clicks of its conversions is planned
-// again: clicks are stored every --ingest-batch-interval (1 s by default).
-const clickPendingRetry = 250 * time.Millisecond
-
 // retrying runs f until it succeeds, with backoff, while the generation (ctx) lasts; each
 // attempt runs under wctx, which outlives the generation by finalWriteTimeout, so the last
-// attempt after the generation ended is bounded. A batch held for its clicks is no failure:
-// it is planned again shortly, and a shutdown meanwhile leaves it to Kafka, uncommitted.
+// attempt after the generation ended is bounded.
 func (c *consumer[T]) retrying(ctx, wctx context.Context, f func(context.Context) (plan, error)) (plan, error) {
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(wctx, writeTimeout)
@@ -290,14 +285,6 @@ func (c *consumer[T]) retrying(ctx, wctx context.Context, f func(context.Context
 		if err == nil {
 			c.setFailure(nil)
 			return p, nil
-		}
-		if errors.Is(err, errClickPending) {
-			c.log.Debug("holding a batch until its conversions' clicks are stored", "err", err)
-			if !run.Sleep(ctx, clickPendingRetry) {
-				return nil, err
-			}
-			attempt = 0
-			continue
 		}
 		flushErrors.WithLabelValues(c.topic).Inc()
 		c.setFailure(fmt.Errorf("clickhouse: write %s: %w", c.topic, err))

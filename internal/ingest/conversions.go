@@ -15,7 +15,7 @@ type storedConversion struct {
 	found bool
 }
 
-const conversionColumns = `conversion_id, version, status, type, currency, amount, commission, occurred_at,
+const conversionColumns = `conversion_id, version, revision, status, type, currency, amount, commission, occurred_at,
 	advertiser_id, program_id, affiliate_id, link_id, click_id, sub1, commission_id, external_id, attribution`
 
 // WriteConversions applies each conversion's newest state in convs that is newer than the
@@ -30,7 +30,10 @@ type conversionPlan struct {
 	w       *Writer
 	rows    []conversionRow
 	written map[string]Conversion // conversion id -> the state this plan stores
-	res     WriteResult
+	// awaiting are written conversions whose click is not stored yet, arrived the arrivals
+	// of clicks this plan handled: rows of conversions_awaiting_click, done 0 and 1.
+	awaiting, arrived []Conversion
+	res               WriteResult
 }
 
 // conversionRow is a state counted (sign +1) or retracted (-1) because of the event of cause.
@@ -41,7 +44,13 @@ type conversionRow struct {
 
 func (p *conversionPlan) result() WriteResult { return p.res }
 
+// apply lists the awaiting conversions before it writes them: a crash between the two
+// inserts leaves the batch to be written again, while a conversion stored but not listed would
+// never be moved, its events being duplicates from then on.
 func (p *conversionPlan) apply(ctx context.Context) error {
+	if err := p.w.listAwaiting(ctx, p.awaiting, p.arrived); err != nil {
+		return err
+	}
 	if len(p.rows) == 0 {
 		return nil
 	}
@@ -64,18 +73,28 @@ func (p *conversionPlan) apply(ctx context.Context) error {
 }
 
 // planConversions reads the stored state of each conversion; a state prev stores counts as
-// the stored one.
+// the stored one. Each conversion's newest state in convs replaces the stored one when newer,
+// and the arrival of its click moves what it then has to the click's sub1.
 func (w *Writer) planConversions(ctx context.Context, convs []Conversion, prev plan) (plan, error) {
 	p := &conversionPlan{w: w, written: map[string]Conversion{}}
-	newest := make(map[string]int, len(convs)) // conversion id -> index in convs
+	newest := make(map[string]int, len(convs)) // conversion id -> index in convs of its newest state
+	arrivals := map[string]int{}               // conversion id -> index in convs of its click's arrival
 	var ids []string
 	for i, c := range convs {
-		j, ok := newest[c.ID]
-		switch {
-		case !ok:
-			newest[c.ID] = i
+		_, hasState := newest[c.ID]
+		_, hasArrival := arrivals[c.ID]
+		if !hasState && !hasArrival {
 			ids = append(ids, c.ID)
-		case c.Version > convs[j].Version:
+		}
+		switch {
+		case c.ClickArrived:
+			if hasArrival {
+				p.res.Duplicates++
+			}
+			arrivals[c.ID] = i
+		case !hasState:
+			newest[c.ID] = i
+		case c.Version > convs[newest[c.ID]].Version:
 			newest[c.ID] = i
 			p.res.Duplicates++
 		default:
@@ -87,35 +106,58 @@ func (w *Writer) planConversions(ctx context.Context, convs []Conversion, prev p
 		return nil, err
 	}
 	if prev, ok := prev.(*conversionPlan); ok {
-		for id, c := range prev.written {
-			if _, ok := newest[id]; ok && (!stored[id].found || c.Version > stored[id].Version) {
+		for _, id := range ids {
+			if c, ok := prev.written[id]; ok && (!stored[id].found || c.newerThan(stored[id].Conversion)) {
 				stored[id] = storedConversion{Conversion: c, found: true}
 			}
 		}
 	}
-	if p.res.WithoutClick, err = w.attribute(ctx, convs, newest, stored); err != nil {
+	var awaiting map[string]bool
+	if p.res.WithoutClick, awaiting, err = w.attribute(ctx, convs, newest, stored); err != nil {
 		return nil, err
 	}
 	for _, id := range ids {
-		c := convs[newest[id]]
 		s := stored[id]
-		if s.found && c.Version <= s.Version {
-			p.res.Duplicates++
+		to, cause, changed := s.Conversion, Conversion{}, false
+		if i, ok := newest[id]; ok {
+			if c := convs[i]; !s.found || c.newerThan(s.Conversion) {
+				to, cause, changed = c, c, true
+			} else {
+				p.res.Duplicates++
+			}
+		}
+		if i, ok := arrivals[id]; ok {
+			a := convs[i]
+			p.arrived = append(p.arrived, a)
+			if (s.found || changed) && moveToClick(&to, a) {
+				if !changed {
+					to.Revision++
+					cause, changed = a, true
+				}
+				p.res.Moved++
+			} else {
+				p.res.Duplicates++
+			}
+		}
+		if !changed {
 			continue
 		}
 		if s.found {
 			// The retraction carries the event that caused it, for audits.
-			p.rows = append(p.rows, conversionRow{state: s.Conversion, cause: c, sign: -1})
+			p.rows = append(p.rows, conversionRow{state: s.Conversion, cause: cause, sign: -1})
 		}
-		p.rows = append(p.rows, conversionRow{state: c, cause: c, sign: 1})
-		p.written[id] = c
+		p.rows = append(p.rows, conversionRow{state: to, cause: cause, sign: 1})
+		p.written[id] = to
 		p.res.Written++
+		if awaiting[id] {
+			p.awaiting = append(p.awaiting, to)
+		}
 	}
 	return p, nil
 }
 
 func appendConversion(batch driver.Batch, c Conversion, sign int8, cause Conversion, now time.Time) error {
-	err := batch.Append(c.ID, c.Version, c.Status, c.Type, c.Currency, c.Amount, c.Commission, c.OccurredAt.UTC(),
+	err := batch.Append(c.ID, c.Version, c.Revision, c.Status, c.Type, c.Currency, c.Amount, c.Commission, c.OccurredAt.UTC(),
 		c.AdvertiserID, c.ProgramID, c.AffiliateID, c.LinkID, c.ClickID, c.Sub1, c.CommissionID, c.ExternalID, c.Attribution,
 		sign, cause.EventID, cause.Partition, cause.Offset, now)
 	if err != nil {
@@ -125,17 +167,17 @@ func appendConversion(batch driver.Batch, c Conversion, sign int8, cause Convers
 }
 
 // storedConversions reads the newest stored state of each conversion. It takes the highest
-// version itself rather than relying on FINAL, because the engine collapses versions only
-// when it merges.
+// version and revision itself rather than relying on FINAL, because the engine collapses
+// versions only when it merges.
 func (w *Writer) storedConversions(ctx context.Context, ids []string) (map[string]storedConversion, error) {
 	stored := make(map[string]storedConversion, len(ids))
 	err := w.lookup(ctx, "SELECT "+conversionColumns+" FROM "+w.db+".conversions WHERE conversion_id IN _ids", ids, func(rows driver.Rows) error {
 		var c Conversion
-		if err := rows.Scan(&c.ID, &c.Version, &c.Status, &c.Type, &c.Currency, &c.Amount, &c.Commission, &c.OccurredAt,
+		if err := rows.Scan(&c.ID, &c.Version, &c.Revision, &c.Status, &c.Type, &c.Currency, &c.Amount, &c.Commission, &c.OccurredAt,
 			&c.AdvertiserID, &c.ProgramID, &c.AffiliateID, &c.LinkID, &c.ClickID, &c.Sub1, &c.CommissionID, &c.ExternalID, &c.Attribution); err != nil {
 			return err
 		}
-		if s, ok := stored[c.ID]; !ok || c.Version > s.Version {
+		if s, ok := stored[c.ID]; !ok || c.newerThan(s.Conversion) {
 			stored[c.ID] = storedConversion{Conversion: c, found: true}
 		}
 		return nil

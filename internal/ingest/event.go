@@ -14,9 +14,12 @@ import (
 // Conversion is one state of a conversion, as a conversion.* or commission.status_changed
 // event carries it, with the amounts in minor units of Currency.
 type Conversion struct {
-	EventID      string
-	ID           string
-	Version      uint64
+	EventID string
+	ID      string
+	Version uint64
+	// Revision orders the states of one version: moving a conversion to its click's sub1
+	// keeps the version and takes the next revision.
+	Revision     uint32
 	Status       string
 	Type         string
 	Currency     string
@@ -34,11 +37,15 @@ type Conversion struct {
 	ExternalID   string
 	Partition    int32
 	Offset       int64
-	// Published is when ingest read the event from Kafka; zero when it did not come from Kafka.
-	Published time.Time
 
 	// Attribution is click, coupon or customer; events from before it existed are click.
 	Attribution string
+
+	// ClickArrived marks no state but the news that the click of a conversion written without
+	// it is in ClickHouse now (events.ClickArrived): ClickID, LinkID and Sub1 are the click's,
+	// and AwaitingSince is when the conversion began to await it.
+	ClickArrived  bool
+	AwaitingSince time.Time
 }
 
 // ErrInvalid marks an event ingest cannot store (missing ids, malformed amounts). Such an
@@ -53,9 +60,13 @@ var conversionTypes = map[string]bool{
 	events.CommissionStatusChanged: true,
 }
 
-// ParseConversion reads the conversion state out of a domain event. ok is false for event
-// types that carry no conversion (partnership.created), which statistics ignore.
+// ParseConversion reads the conversion state out of a domain event, or the arrival of a
+// conversion's click. ok is false for event types that carry no conversion
+// (partnership.created), which statistics ignore.
 func ParseConversion(e events.Envelope) (c Conversion, ok bool, err error) {
+	if e.Type == events.ClickArrived {
+		return parseClickArrived(e)
+	}
 	if !conversionTypes[e.Type] {
 		return Conversion{}, false, nil
 	}
@@ -97,6 +108,23 @@ func ParseConversion(e events.Envelope) (c Conversion, ok bool, err error) {
 		return Conversion{}, true, fmt.Errorf("%w: %s %s: commission amount: %w", ErrInvalid, e.Type, e.ID, err)
 	}
 	return c, true, nil
+}
+
+func parseClickArrived(e events.Envelope) (Conversion, bool, error) {
+	var d events.ClickArrivedData
+	if err := json.Unmarshal(e.Data, &d); err != nil {
+		return Conversion{}, true, fmt.Errorf("%w: %s %s: data: %w", ErrInvalid, e.Type, e.ID, err)
+	}
+	if d.ConversionID == "" || d.ClickID == "" {
+		return Conversion{}, true, fmt.Errorf("%w: %s %s: conversion id and click id are required", ErrInvalid, e.Type, e.ID)
+	}
+	return Conversion{EventID: e.ID, ID: d.ConversionID, ClickID: d.ClickID, LinkID: d.LinkID, Sub1: d.Sub1,
+		ClickArrived: true, AwaitingSince: d.Since.UTC()}, true, nil
+}
+
+// newerThan orders the states of a conversion by version, then revision.
+func (c Conversion) newerThan(s Conversion) bool {
+	return c.Version > s.Version || c.Version == s.Version && c.Revision > s.Revision
 }
 
 // parseAmount reads a decimal string; empty means zero (a lead has no sale amount).

@@ -412,6 +412,16 @@ func assertFigures(t testing.TB, conn driver.Conn, db string, d dataset) {
 // assertFiguresBy compares the groupings for every company with the reference.
 func assertFiguresBy(t testing.TB, conn driver.Conn, db string, d dataset, groupings ...stats.GroupBy) {
 	t.Helper()
+	if diffs := figuresDiff(t, conn, db, d, groupings...); diffs != "" {
+		t.Error(diffs)
+	}
+}
+
+// figuresDiff tells how the groupings for every company differ from the reference, "" when
+// they do not.
+func figuresDiff(t testing.TB, conn driver.Conn, db string, d dataset, groupings ...stats.GroupBy) string {
+	t.Helper()
+	var diffs string
 	q := stats.New(conn, db, stats.Options{})
 	for _, co := range []company{advA, advB, affX, affY, affZ} {
 		// The affiliates earn in EUR and USD: their amounts per currency, and in one.
@@ -432,11 +442,12 @@ func assertFiguresBy(t testing.TB, conn driver.Conn, db string, d dataset, group
 				}
 				want := d.expected(co, g, rangeFrom, rangeTo, currency)
 				if !reflect.DeepEqual(got, want) {
-					t.Errorf("%s by %s in %q:\n%s", co.id, g, currency, diff(got, want))
+					diffs += fmt.Sprintf("%s by %s in %q:\n%s", co.id, g, currency, diff(got, want))
 				}
 			}
 		}
 	}
+	return diffs
 }
 
 func rowKey(g stats.GroupBy, r stats.Row) string {

@@ -29,7 +29,6 @@ const (
 	DefaultBatchSize     = 10000
 	DefaultBatchInterval = time.Second
 	DefaultGroupPrefix   = "partnerstream-ingest"
-	DefaultClickWait     = 5 * time.Minute
 )
 
 // Tables that the rows_total metric names.
@@ -48,11 +47,6 @@ type Options struct {
 	// waits in a batch before it is written, so it bounds how fresh statistics are.
 	BatchSize     int
 	BatchInterval time.Duration
-	// ClickWait is how long a new conversion whose signed click is not in ClickHouse yet
-	// holds the events it arrived with, so that it is stored with its click's sub1 (see
-	// Writer.attribute); counted from when ingest read its event or ClickHouse last became
-	// reachable, whichever is later.
-	ClickWait time.Duration
 	// GroupPrefix names the consumer groups <prefix>-clicks and <prefix>-events. A second
 	// pipeline (into another ClickHouse) needs a prefix of its own.
 	GroupPrefix string
@@ -99,11 +93,8 @@ func New(o Options) (*Service, error) {
 	if o.BatchInterval == 0 {
 		o.BatchInterval = DefaultBatchInterval
 	}
-	if o.ClickWait == 0 {
-		o.ClickWait = DefaultClickWait
-	}
-	if o.BatchSize < 1 || o.BatchInterval < 0 || o.ClickWait < 0 {
-		return nil, fmt.Errorf("ingest: batch size %d, interval %s and click wait %s must be positive", o.BatchSize, o.BatchInterval, o.ClickWait)
+	if o.BatchSize < 1 || o.BatchInterval < 0 {
+		return nil, fmt.Errorf("ingest: batch size %d and interval %s must be positive", o.BatchSize, o.BatchInterval)
 	}
 	if o.FetchMinBytes == 0 {
 		o.FetchMinBytes = DefaultFetchMinBytes
@@ -125,7 +116,7 @@ func New(o Options) (*Service, error) {
 		o.Now = time.Now
 	}
 	w := NewWriter(o.ClickHouse, o.Database)
-	w.now, w.reachable, w.clickWait = o.Now, o.Now(), o.ClickWait
+	w.now = o.Now
 	s := &Service{}
 	var err error
 	if s.clicks, err = newConsumer(s, o, kafka.TopicClicks, o.GroupPrefix+"-clicks", tableClicks, newClickDecoder, w.planClicks); err != nil {
@@ -135,7 +126,7 @@ func New(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.consumers = []runner{s.clicks, conversions}
+	s.consumers = []runner{s.clicks, conversions, newClickWatcher(w, o)}
 	if o.Health != nil {
 		conn, brokers := o.ClickHouse, o.Kafka.Brokers
 		o.Health.Add("clickhouse", func(ctx context.Context) error { return chstore.Ping(ctx, conn) })
@@ -204,7 +195,5 @@ func decodeEvent(it *item[Conversion], value []byte) {
 		return
 	}
 	it.rec, it.ok, it.invalid = ParseConversion(e)
-	// A record read with Batch.Read has no Kafka timestamp: the click wait counts from when
-	// this ingester read the event, which a relay's delay cannot shorten either.
-	it.rec.Partition, it.rec.Offset, it.rec.Published, it.at = int32(it.partition), it.offset, time.Now(), e.OccurredAt
+	it.rec.Partition, it.rec.Offset, it.at = int32(it.partition), it.offset, e.OccurredAt
 }

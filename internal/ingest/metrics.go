@@ -17,8 +17,9 @@ var (
 	batchSize     = metrics.NewHistogramVec("ingest_batch_size_messages", "Messages per batch written to ClickHouse, by topic.", []float64{1, 10, 100, 500, 1000, 2500, 5000, 10000, 25000, 50000}, "topic")
 	flushDuration = metrics.NewHistogramVec("ingest_flush_duration_seconds", "Time to write one batch to ClickHouse and commit its offsets, by topic.", []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "topic")
 	flushErrors   = metrics.NewCounterVec("ingest_flush_errors_total", "Failed attempts to write a batch to ClickHouse (the batch is retried), by topic.", "topic")
-	awaitingClick = metrics.NewGauge("ingest_conversions_awaiting_click", "New conversions whose batch is held because their (signed) click is not in ClickHouse yet, as of the last attempt.")
-	withoutClick  = metrics.NewCounter("ingest_conversions_without_click_total", "New conversions written without the link and sub1 of their click, which was not in ClickHouse (within --ingest-click-wait for a signed click id).")
+	awaitingClick = metrics.NewGauge("ingest_conversions_awaiting_click", "Conversions written without the sub1 of their signed click, which is not in ClickHouse yet, as of the last look (every replica reports the same count).")
+	withoutClick  = metrics.NewCounter("ingest_conversions_without_click_total", "New conversions written without the link and sub1 of their click, which was not in ClickHouse then.")
+	movedToClick  = metrics.NewCounter("ingest_conversions_moved_to_click_total", "Conversions moved to the link and sub1 of a click that reached ClickHouse after them.")
 )
 
 // partitionLagTTL drops a partition from the lag gauges when no batch has touched it for this

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -23,23 +22,13 @@ type Writer struct {
 	conn driver.Conn
 	db   string
 	now  func() time.Time
-	// clickWait is how long a new conversion with a signed click id that is not stored yet
-	// holds its batch (Options.ClickWait); zero never holds one.
-	clickWait time.Duration
-
-	mu sync.Mutex
-	// reachable is when ClickHouse last began answering this writer: its start, or the end of
-	// an outage. Clicks stored during neither could not be, so the wait counts from it too.
-	reachable time.Time
-	down      bool
 
 	blocks reuse[*clickBlock] // inserted blocks, for the next batches
 }
 
-// NewWriter returns a writer into database, whose schema chstore.Migrate created. It never
-// holds a conversion for its click.
+// NewWriter returns a writer into database, whose schema chstore.Migrate created.
 func NewWriter(conn driver.Conn, database string) *Writer {
-	return &Writer{conn: conn, db: database, now: time.Now, reachable: time.Now(), blocks: newReuse[*clickBlock](2)}
+	return &Writer{conn: conn, db: database, now: time.Now, blocks: newReuse[*clickBlock](2)}
 }
 
 // WriteResult counts what a write did.
@@ -50,8 +39,10 @@ type WriteResult struct {
 	// not newer than the stored version.
 	Duplicates int
 	// WithoutClick counts new conversions written without the link and sub1 of their click,
-	// which was not stored (within the wait, for a signed click id).
+	// which was not stored.
 	WithoutClick int
+	// Moved counts conversions moved to the link and sub1 of a click stored after them.
+	Moved int
 }
 
 // A plan is one batch's write, decided against what ClickHouse stores and against the plan
@@ -72,25 +63,6 @@ func write(ctx context.Context, p plan, err error) (WriteResult, error) {
 	return p.result(), nil
 }
 
-// reachableSince is when ClickHouse last began answering.
-func (w *Writer) reachableSince() time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.reachable
-}
-
-// answered records whether ClickHouse answered a query, to date the end of an outage.
-func (w *Writer) answered(err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch {
-	case err != nil:
-		w.down = true
-	case w.down:
-		w.down, w.reachable = false, w.now()
-	}
-}
-
 // lookup runs query with ids as the external table _ids (one String column, click_id or
 // conversion_id by position). An external table rather than an IN list because ten thousand
 // ids would exceed the server's max_query_size; the primary key still prunes the read.
@@ -108,7 +80,6 @@ func (w *Writer) lookup(ctx context.Context, query string, ids []string, scan fu
 		return err
 	}
 	rows, err := w.conn.Query(clickhouse.Context(ctx, clickhouse.WithExternalTable(tbl)), query)
-	w.answered(err)
 	if err != nil {
 		return err
 	}

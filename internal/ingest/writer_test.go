@@ -211,6 +211,12 @@ func TestParseConversion(t *testing.T) {
 			func(c Conversion) bool { return c.OccurredAt.Equal(time.Unix(0, 0)) }},
 		{"a time past 2099 likewise", env(events.ConversionCreated, data(func(d *events.ConversionData) { d.OccurredAt = time.Date(2106, 3, 1, 0, 0, 0, 0, time.UTC) })), true, "",
 			func(c Conversion) bool { return c.OccurredAt.Equal(time.Unix(0, 0)) }},
+		{"a click's arrival names the conversion and the click's link and sub1",
+			events.Envelope{ID: "evt_2", Type: events.ClickArrived, Data: json.RawMessage(`{"conversion_id":"cnv_1","click_id":"clk_1","link_id":"lnk_1","sub1":"s","since":"2026-03-14T09:00:00Z"}`)}, true, "",
+			func(c Conversion) bool {
+				return c.ClickArrived && c.ID == "cnv_1" && c.ClickID == "clk_1" && c.LinkID == "lnk_1" && c.Sub1 == "s" && c.AwaitingSince.Equal(day1)
+			}},
+		{"a click's arrival without a conversion is invalid", env(events.ClickArrived, json.RawMessage(`{"click_id":"clk_1"}`)), true, "conversion id", nil},
 		{"a partnership is not for statistics", env(events.PartnershipCreated, json.RawMessage(`{"id":"ptn_1"}`)), false, "", nil},
 		{"an amount with too many decimals is invalid", env(events.ConversionCreated, data(func(d *events.ConversionData) { d.Amount = "1.005" })), true, "amount", nil},
 		{"an unknown currency is invalid", env(events.ConversionCreated, data(func(d *events.ConversionData) { d.Currency = "XXX" })), true, "amount", nil},
