@@ -14,6 +14,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/run"
 )
 
 // How the click watcher looks for the clicks of awaiting conversions.
@@ -81,24 +82,16 @@ func newClickWatcher(w *Writer, o Options) *clickWatcher {
 
 func (cw *clickWatcher) run(ctx context.Context) error {
 	defer cw.producer.Close()
-	tick := time.NewTicker(cw.interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
+	run.Every(ctx, cw.interval, cw.log, "click watcher", func(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, writeTimeout)
 		err := cw.poll(actx)
 		cancel()
-		if err != nil && ctx.Err() == nil {
-			cw.log.Warn("looking for the clicks of awaiting conversions failed; retrying", "err", err)
-		}
 		cw.mu.Lock()
 		cw.failure = err
 		cw.mu.Unlock()
-	}
+		return err
+	})
+	return nil
 }
 
 func (cw *clickWatcher) check() error {
