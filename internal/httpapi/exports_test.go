@@ -62,7 +62,7 @@ func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *t
 	first := f.register(t, "=HYPERLINK(\"https://evil.example\",\"x\")", "42.50")
 	f.register(t, "order,\"2\"", "10.00")
 	third := f.register(t, "-1+2", "0.05")
-	if r := f.do(t, "POST", "/api/v1/conversions/"+third["id"].(string)+"/approve", adv, ""); r.status != 200 {
+	if r := f.do(t, "POST", "/api/v1/conversions/"+third.ID+"/approve", adv, ""); r.status != 200 {
 		t.Fatalf("approve: %d %s", r.status, r.raw)
 	}
 
@@ -76,13 +76,13 @@ func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *t
 	if got := column(t, recs, "commission_amount"); strings.Join(got, "|") != "0.01|1.00|4.25" {
 		t.Errorf("commissions: %q", got)
 	}
-	if recs[3][0] != first["id"] {
-		t.Errorf("the oldest row is %q, want %v", recs[3][0], first["id"])
+	if recs[3][0] != first.ID {
+		t.Errorf("the oldest row is %q, want %v", recs[3][0], first.ID)
 	}
 
 	// The list's filters, in the dashboard too.
 	recs = csvOf(t, f.do(t, "GET", "/api/conversions.csv?status=approved", f.dashboardAs(t, identity.Advertiser, "owner"), ""))
-	if got := column(t, recs, "id"); len(got) != 1 || got[0] != third["id"] {
+	if got := column(t, recs, "id"); len(got) != 1 || got[0] != third.ID {
 		t.Errorf("status=approved exported %q", got)
 	}
 	future := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
@@ -103,7 +103,7 @@ func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *t
 			key = map[string]string{"x-api-key": f.aff}
 		}
 		r := f.do(t, "GET", path, key, "")
-		if r.status != 400 || r.body["code"] != "validation_failed" || !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
+		if r.status != 400 || r.problem.Code != "validation_failed" || !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
 			t.Errorf("%s: %d %s %s, want a 400 problem", path, r.status, r.header.Get("Content-Type"), r.raw)
 		}
 	}
@@ -147,7 +147,7 @@ func TestThePayoutExportIsOneMassPaymentRowPerAffiliateAndCurrency(t *testing.T)
 	ctx := context.Background()
 	for i, amount := range []string{"100.00", "20.00", "3.00"} {
 		c := f.register(t, fmt.Sprintf("order-%d", i), amount)
-		if _, err := f.svc.ChangeStatus(ctx, f.advID, c["id"].(string), conversions.Approved, ""); err != nil {
+		if _, err := f.svc.ChangeStatus(ctx, f.advID, c.ID, conversions.Approved, ""); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
@@ -217,7 +217,7 @@ func TestTheStatsExportTakesEveryGrouping(t *testing.T) {
 		t.Errorf("the affiliate's programs: %q", recs)
 	}
 	for _, q := range []string{"group_by=week", "from=2026-13-01", "currency=eur", "from=9999-12-01&to=9999-12-31", "from=1969-12-31&to=1970-01-31"} {
-		if r := f.do(t, "GET", "/api/v1/stats.csv?"+q, adv, ""); r.status != 400 || r.body["code"] != "validation_failed" {
+		if r := f.do(t, "GET", "/api/v1/stats.csv?"+q, adv, ""); r.status != 400 || r.problem.Code != "validation_failed" {
 			t.Errorf("%s: %d %s, want a 400 problem", q, r.status, r.raw)
 		}
 	}
