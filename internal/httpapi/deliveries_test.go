@@ -34,13 +34,9 @@ type deliveryFixture struct {
 func newDeliveryFixture(t *testing.T) *deliveryFixture {
 	t.Helper()
 	f := &deliveryFixture{webhookFixture: newWebhookFixture(t), receiver: newReceiver(t)}
-	f.mount(httpapi.DeliveriesOptions{Client: loopbackOnly(f.receiver.addr)})
+	f.srv.MountDeliveries(delivery.NewHistory(f.db, nil), webhooks.NewService(kube.Client, webhooks.Options{Namespace: f.ns}),
+		httpapi.DeliveriesOptions{Client: loopbackOnly(f.receiver.addr)})
 	return f
-}
-
-// mount adds the delivery routes to the fixture's server.
-func (f *deliveryFixture) mount(o httpapi.DeliveriesOptions) {
-	f.srv.MountDeliveries(delivery.NewHistory(f.db, nil), webhooks.NewService(kube.Client, webhooks.Options{Namespace: f.ns}), o)
 }
 
 // loopbackOnly is a client that connects to the test receiver and refuses every other
@@ -442,6 +438,10 @@ func TestTheTestEndpointSignsASampleAsADeliveryWould(t *testing.T) {
 func TestTheTestEndpointSignsWithTheWebhooksSecretsAndSendsToIt(t *testing.T) {
 	f := newDeliveryFixture(t)
 	wh, secret := f.create(t, f.adv, `{"url": "http://`+f.receiver.addr+`/hooks", "events": ["conversion.created"]}`)
+	// Another company cannot have a sample signed with this webhook's secrets.
+	if r := f.do(t, "POST", "/api/v1/webhooks/test", f.affKey, `{"webhook_id": "`+wh+`"}`); r.status != 404 || !strings.Contains(r.raw, "no such webhook") {
+		t.Fatalf("another company's webhook = %d %s", r.status, r.raw)
+	}
 	s := f.sample(t, f.advKey, `{"webhook_id": "`+wh+`"}`)
 	verify(t, secret, []byte(s.Body), s.Headers)
 	if s.Secret != "" || s.Sent != nil || len(f.receiver.requests()) != 0 {
@@ -493,9 +493,29 @@ func TestTheTestEndpointSignsWithTheWebhooksSecretsAndSendsToIt(t *testing.T) {
 	})
 }
 
+// fakeTargets signs deliveries to its webhooks (id to company); others are not found.
+type fakeTargets map[string]string
+
+func (w fakeTargets) Get(_ context.Context, companyID, id string) (webhooks.Webhook, error) {
+	if w[id] != companyID {
+		return webhooks.Webhook{}, webhooks.ErrNotFound
+	}
+	return webhooks.Webhook{ID: id, CompanyID: companyID, URL: "https://receiver.example/hooks", Ready: true}, nil
+}
+
+func (w fakeTargets) SigningTarget(_ context.Context, companyID, id string, _ time.Time) (signing.Target, error) {
+	if w[id] != companyID {
+		return signing.Target{}, webhooks.ErrNotFound
+	}
+	key, err := signing.Key(signing.NewSecret())
+	return signing.Target{ID: id, URL: "https://receiver.example/hooks", Secrets: []signing.HMACKey{{Key: key}}}, err
+}
+
 func TestTheTestEndpointRefusesWhatItCannotDo(t *testing.T) {
-	f := newDeliveryFixture(t)
-	theirs, _ := f.create(t, f.aff, orderHook)
+	f := newFakeFixture(t)
+	mine, theirs := ids.New(ids.Webhook), ids.New(ids.Webhook)
+	f.srv.MountDeliveries(nil, fakeTargets{mine: f.advID, theirs: f.affID}, httpapi.DeliveriesOptions{})
+	advKey := apiKey(f.adv)
 	cases := []struct {
 		name, body string
 		status     int
@@ -510,7 +530,7 @@ func TestTheTestEndpointRefusesWhatItCannotDo(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := f.do(t, "POST", "/api/v1/webhooks/test", f.advKey, c.body)
+			r := f.do(t, "POST", "/api/v1/webhooks/test", advKey, c.body)
 			if r.status != c.status || !strings.Contains(r.raw, c.message) {
 				t.Fatalf("= %d %s, want %d %q", r.status, r.raw, c.status, c.message)
 			}
@@ -521,10 +541,7 @@ func TestTheTestEndpointRefusesWhatItCannotDo(t *testing.T) {
 	}
 
 	t.Run("sending without a guarded client is unavailable", func(t *testing.T) {
-		g := &deliveryFixture{webhookFixture: newWebhookFixture(t)}
-		g.mount(httpapi.DeliveriesOptions{})
-		wh, _ := g.create(t, g.adv, orderHook)
-		if r := g.do(t, "POST", "/api/v1/webhooks/test", g.advKey, `{"webhook_id": "`+wh+`", "send": true}`); r.status != 503 || r.problem.Code != "sending_unavailable" {
+		if r := f.do(t, "POST", "/api/v1/webhooks/test", advKey, `{"webhook_id": "`+mine+`", "send": true}`); r.status != 503 || r.problem.Code != "sending_unavailable" {
 			t.Fatalf("= %d %s", r.status, r.raw)
 		}
 	})

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -10,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/stats"
-	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 )
 
 // exportsFixture is the conversions fixture with the exports mounted.
@@ -223,15 +222,16 @@ func TestTheStatsExportTakesEveryGrouping(t *testing.T) {
 	}
 }
 
+// downExporter is a conversion store that is down.
+type downExporter struct{ httpapi.ConversionExporter }
+
+func (downExporter) ConversionRows(context.Context, conversions.Viewer, conversions.Filter) (*conversions.Rows[conversions.Conversion], error) {
+	return nil, errors.New("closed pool")
+}
+
 func TestAnExportWhoseStoreFailsIsAProblemNotAFile(t *testing.T) {
-	f := newFixture(t)
-	_, db := pgtest.Migrated(t)
-	closed, err := pgxpool.New(context.Background(), db.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed.Close()
-	f.srv.MountExports(conversions.New(closed, conversions.Options{}), nil)
+	f := newFakeFixture(t)
+	f.srv.MountExports(downExporter{}, nil)
 	// Not f.do: the document lists no 500s.
 	req := httptest.NewRequest("GET", "/api/v1/conversions.csv", nil)
 	req.Header.Set("x-api-key", f.adv)

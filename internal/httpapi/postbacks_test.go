@@ -16,10 +16,10 @@ import (
 // postbackFixture is the API fixture with the postback routes on real Postgres, at a fixed time.
 type postbackFixture struct {
 	*fixture
-	svc              *postbacks.Service
-	now              time.Time
-	adv, aff, member map[string]string
-	advKey, affKey   map[string]string
+	svc            *postbacks.Service
+	now            time.Time
+	adv, aff       map[string]string
+	advKey, affKey map[string]string
 }
 
 func newPostbackFixture(t *testing.T) *postbackFixture {
@@ -27,7 +27,7 @@ func newPostbackFixture(t *testing.T) *postbackFixture {
 	f := &postbackFixture{fixture: newBareFixture(t), now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	f.svc = postbacks.NewService(f.db, postbacks.Options{Now: func() time.Time { return f.now }})
 	f.srv.MountPostbacks(f.svc)
-	f.adv, f.aff, f.member = f.dashboardAs(t, "advertiser", "owner"), f.dashboardAs(t, "affiliate", "owner"), f.dashboardAs(t, "advertiser", "member")
+	f.adv, f.aff = f.dashboardAs(t, "advertiser", "owner"), f.dashboardAs(t, "affiliate", "owner")
 	f.advKey, f.affKey = map[string]string{"x-api-key": f.fixture.adv}, map[string]string{"x-api-key": f.fixture.aff}
 	return f
 }
