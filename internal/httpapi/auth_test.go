@@ -123,7 +123,7 @@ func TestAKeyMadeInTheDashboardWorksUntilRevoked(t *testing.T) {
 	}
 	k := decode[createdKey](t, made)
 	key := k.Key
-	use := map[string]string{"x-api-key": key}
+	use := apiKey(key)
 	if r := f.do(t, "GET", "/api/partner-api/me", use, ""); r.status != 200 {
 		t.Fatalf("using the new key: %d %s", r.status, r.raw)
 	}

@@ -36,7 +36,7 @@ func TestASignedClickIDConvertsRightAfterTheRedirectWithoutClickHouse(t *testing
 		}
 		return loc.Query().Get("ps_click_id")
 	}
-	adv := map[string]string{"x-api-key": f.adv}
+	adv := apiKey(f.adv)
 	if r := f.do(t, "POST", "/api/v1/conversions", adv, `{"click_id":"`+click()+`","external_id":"api","amount":"10"}`); r.status != 201 {
 		t.Fatalf("POST /api/v1/conversions right after the redirect: %d %s", r.status, r.raw)
 	}
@@ -71,7 +71,7 @@ func TestASignedClickIDConvertsRightAfterTheRedirectWithoutClickHouse(t *testing
 		"another advertiser's": {rivalKey, good},
 		"of an unknown link":   {f.adv, unknown},
 	} {
-		r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": c.key}, `{"click_id":"`+c.id+`","external_id":"x"}`)
+		r := f.do(t, "POST", "/api/v1/conversions", apiKey(c.key), `{"click_id":"`+c.id+`","external_id":"x"}`)
 		if detail == "" {
 			detail = r.problem.Detail
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
@@ -32,13 +31,11 @@ type conversionsFixture struct {
 	keys    clickid.Keys // verify the signed click ids
 	ch      driver.Conn
 	chDB    string
-	affID   string
 	program string
 }
 
 func newConversionsFixture(t testing.TB) *conversionsFixture {
 	t.Helper()
-	ctx := context.Background()
 	f := &conversionsFixture{fixture: newFixture(t)}
 	_, db, ch := chtest.Migrated(t)
 	f.ch, f.chDB = ch, db
@@ -51,11 +48,6 @@ func newConversionsFixture(t testing.TB) *conversionsFixture {
 	f.srv.MountConversions(f.svc)
 	f.srv.MountPayouts(f.svc)
 	f.srv.MountConversionPostback(f.svc)
-	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.aff))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.affID = rec.CompanyID
 	f.program = f.newProgram(t, f.advID, "EUR")
 	return f
 }
@@ -129,7 +121,7 @@ func (f *conversionsFixture) click(t testing.TB) string {
 // register posts a sale of amount EUR for a fresh click and returns the conversion.
 func (f *conversionsFixture) register(t *testing.T, externalID, amount string) conversion {
 	t.Helper()
-	r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": f.adv},
+	r := f.do(t, "POST", "/api/v1/conversions", apiKey(f.adv),
 		fmt.Sprintf(`{"click_id": %q, "external_id": %q, "amount": %q, "currency": "EUR", "metadata": {"coupon": "SPRING"}}`, f.click(t), externalID, amount))
 	if r.status != 201 {
 		t.Fatalf("register: %d %s", r.status, r.raw)
@@ -194,7 +186,7 @@ type postbackAnswer struct {
 
 func TestRegisteringConversionsOverHTTP(t *testing.T) {
 	f := newConversionsFixture(t)
-	adv := map[string]string{"x-api-key": f.adv}
+	adv := apiKey(f.adv)
 	clk := f.click(t)
 	body := fmt.Sprintf(`{"click_id": %q, "external_id": "order-1", "type": "sale", "amount": "42.50", "currency": "EUR",
 		"occurred_at": %q, "metadata": {"coupon": "SPRING"}}`, clk, time.Now().UTC().Format(time.RFC3339))
@@ -224,7 +216,7 @@ func TestRegisteringConversionsOverHTTP(t *testing.T) {
 		status  int
 		code    string
 	}{
-		{"an affiliate key cannot register", map[string]string{"x-api-key": f.aff}, fmt.Sprintf(`{"click_id": %q, "external_id": "x"}`, clk), 403, "advertiser_only"},
+		{"an affiliate key cannot register", apiKey(f.aff), fmt.Sprintf(`{"click_id": %q, "external_id": "x"}`, clk), 403, "advertiser_only"},
 		{"a missing click id is invalid", adv, `{"external_id": "x"}`, 400, "validation_failed"},
 		{"an unknown field is refused", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "amout": "1"}`, clk), 400, "invalid_json"},
 		{"a bad occurred_at is invalid", adv, fmt.Sprintf(`{"click_id": %q, "external_id": "x", "occurred_at": "yesterday"}`, clk), 400, "validation_failed"},
@@ -270,7 +262,7 @@ func TestAnotherAdvertisersClickGetsTheAnswerOfAMissingOne(t *testing.T) {
 	}
 	send := map[string]func(clk string) response{
 		"POST /api/v1/conversions": func(clk string) response {
-			return f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": key}, `{"click_id":"`+clk+`","external_id":"o"}`)
+			return f.do(t, "POST", "/api/v1/conversions", apiKey(key), `{"click_id":"`+clk+`","external_id":"o"}`)
 		},
 		"GET /postback": func(clk string) response {
 			return f.do(t, "GET", "/postback?token="+postback+"&click_id="+clk+"&external_id=o&amount=1", nil, "")
@@ -362,8 +354,8 @@ func (f *conversionsFixture) post(base, key, body string) (int, conversion) {
 
 func TestDecidingAndReadingConversions(t *testing.T) {
 	f := newConversionsFixture(t)
-	adv := map[string]string{"x-api-key": f.adv}
-	aff := map[string]string{"x-api-key": f.aff}
+	adv := apiKey(f.adv)
+	aff := apiKey(f.aff)
 	dash := f.dashboardAs(t, "advertiser", "member")
 	a, b, c := f.register(t, "a", "10.00"), f.register(t, "b", "20.00"), f.register(t, "c", "30.00")
 	id := func(c conversion) string { return c.ID }
@@ -388,7 +380,7 @@ func TestDecidingAndReadingConversions(t *testing.T) {
 	if r := f.do(t, "POST", "/api/v1/conversions/"+id(c)+"/approve", aff, ""); r.status != 403 {
 		t.Fatalf("an affiliate approved: %d %s", r.status, r.raw)
 	}
-	if r := f.do(t, "POST", "/api/v1/conversions/"+id(c)+"/approve", map[string]string{"x-api-key": f.otherAdvertiserKey(t)}, ""); r.status != 404 {
+	if r := f.do(t, "POST", "/api/v1/conversions/"+id(c)+"/approve", apiKey(f.otherAdvertiserKey(t)), ""); r.status != 404 {
 		t.Fatalf("another advertiser approved: %d %s", r.status, r.raw)
 	}
 
@@ -449,7 +441,7 @@ func TestDecidingAndReadingConversions(t *testing.T) {
 	if r := f.do(t, "GET", "/api/conversions", dash, ""); len(idsOf(t, r)) != 4 {
 		t.Fatalf("dashboard list: %d %s", r.status, r.raw)
 	}
-	stranger := map[string]string{"x-api-key": f.otherAdvertiserKey(t)}
+	stranger := apiKey(f.otherAdvertiserKey(t))
 	if r := f.do(t, "GET", "/api/v1/conversions/"+id(a), stranger, ""); r.status != 404 {
 		t.Fatalf("another advertiser read it: %d", r.status)
 	}
@@ -479,13 +471,9 @@ func TestRejectingConversionsInBulk(t *testing.T) {
 	}
 
 	// Another advertiser with a program the fixture's affiliate promotes, and a conversion.
-	otherKey := f.otherAdvertiserKey(t)
-	other, err := f.ids.LookupKey(ctx, auth.HashKey(otherKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherProgram := f.newProgram(t, other.CompanyID, "EUR")
-	r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": otherKey},
+	other, otherKey := f.company(t, identity.Advertiser)
+	otherProgram := f.newProgram(t, other, "EUR")
+	r := f.do(t, "POST", "/api/v1/conversions", apiKey(otherKey),
 		fmt.Sprintf(`{"click_id": %q, "external_id": "theirs"}`, f.clicks(t, otherProgram, time.Now().Add(-time.Hour), 1)[0]))
 	if r.status != 201 {
 		t.Fatalf("register theirs: %d %s", r.status, r.raw)
@@ -528,7 +516,7 @@ func TestRejectingConversionsInBulk(t *testing.T) {
 			}
 		})
 	}
-	if r := f.do(t, "GET", "/api/v1/conversions/"+theirs, map[string]string{"x-api-key": otherKey}, ""); r.status != 200 ||
+	if r := f.do(t, "GET", "/api/v1/conversions/"+theirs, apiKey(otherKey), ""); r.status != 200 ||
 		decode[conversion](t, r).Commission.Status != "pending" {
 		t.Fatalf("another advertiser's conversion after the refusals: %d %s", r.status, r.raw)
 	}
@@ -540,7 +528,7 @@ func TestRejectingConversionsInBulk(t *testing.T) {
 		status  int
 	}{
 		{"an affiliate cannot reject", f.dashboardAs(t, "affiliate", "owner"), body("", a), 403},
-		{"an API key cannot use the dashboard route", map[string]string{"x-api-key": f.adv}, body("", a), 401},
+		{"an API key cannot use the dashboard route", apiKey(f.adv), body("", a), 401},
 		{"no ids is invalid", dash, `{"ids": []}`, 400},
 		{"a repeated id is invalid", dash, body("", a, a), 400},
 		{"an unknown field is invalid", dash, `{"ids": [` + fmt.Sprintf("%q", a) + `], "why": "x"}`, 400},
@@ -700,7 +688,7 @@ func TestAConversionInAnotherCurrencyShowsBothAmounts(t *testing.T) {
 	day := time.Now().UTC().Add(-time.Minute).Format(time.DateOnly)
 	body := fmt.Sprintf(`{"click_id": %q, "external_id": "usd-1", "amount": "100.01", "currency": "USD", "occurred_at": %q}`,
 		f.click(t), time.Now().UTC().Add(-time.Minute).Format(time.RFC3339))
-	r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": f.adv}, body)
+	r := f.do(t, "POST", "/api/v1/conversions", apiKey(f.adv), body)
 	if p := r.problem; r.status != 422 || p.Code != "no_exchange_rate" || p.Base != "USD" || p.Quote != "EUR" || p.Date != day ||
 		!strings.Contains(p.Detail, "USD/EUR") {
 		t.Fatalf("without a rate: %d %s", r.status, r.raw)
@@ -708,7 +696,7 @@ func TestAConversionInAnotherCurrencyShowsBothAmounts(t *testing.T) {
 	if _, err := rates.New(f.db, nil).Set(context.Background(), f.advID, rates.NewRate{Day: day, Base: "USD", Quote: "EUR", Rate: "0.9172"}); err != nil {
 		t.Fatal(err)
 	}
-	r = f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": f.adv}, body)
+	r = f.do(t, "POST", "/api/v1/conversions", apiKey(f.adv), body)
 	c := decode[conversion](t, r)
 	com := c.Commission
 	if r.status != 201 || c.Amount != "91.73" || c.Currency != "EUR" || c.OriginalAmount == nil || *c.OriginalAmount != "100.01" ||
@@ -717,7 +705,7 @@ func TestAConversionInAnotherCurrencyShowsBothAmounts(t *testing.T) {
 		t.Fatalf("with a rate: %d %s", r.status, r.raw)
 	}
 	// the affiliate sees both amounts too
-	if l := f.do(t, "GET", "/api/partner-api/commissions", map[string]string{"x-api-key": f.aff}, ""); !strings.Contains(l.raw, `"original_amount":"100.01"`) {
+	if l := f.do(t, "GET", "/api/partner-api/commissions", apiKey(f.aff), ""); !strings.Contains(l.raw, `"original_amount":"100.01"`) {
 		t.Fatalf("the affiliate's commissions: %s", l.raw)
 	}
 	// a conversion in the program currency has none of the fields

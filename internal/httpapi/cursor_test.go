@@ -14,7 +14,7 @@ func TestACursorOfInvalidTextIsRefusedOnEveryList(t *testing.T) {
 	svc := programs.NewService(f.db, programs.Options{})
 	f.srv.MountPrograms(svc)
 	f.srv.MountPartnerships(svc)
-	adv, aff := map[string]string{"x-api-key": f.adv}, map[string]string{"x-api-key": f.aff}
+	adv, aff := apiKey(f.adv), apiKey(f.aff)
 	advSession := f.dashboardAs(t, identity.Advertiser, "owner")
 	routes := []struct {
 		path    string

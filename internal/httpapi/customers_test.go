@@ -29,9 +29,9 @@ func TestCouponCodesAndCustomersOverHTTP(t *testing.T) {
 	if _, err := f.db.Exec(ctx, `UPDATE programs SET recurring_months = 12 WHERE id = $1`, f.program); err != nil {
 		t.Fatal(err)
 	}
-	adv, aff := map[string]string{"x-api-key": f.adv}, map[string]string{"x-api-key": f.aff}
+	adv, aff := apiKey(f.adv), apiKey(f.aff)
 	_, rivalKey := f.company(t, identity.Advertiser)
-	rival := map[string]string{"x-api-key": rivalKey}
+	rival := apiKey(rivalKey)
 
 	codes := "/api/v1/partnerships/" + ptn + "/coupon-codes"
 	if r := f.do(t, "POST", codes, adv, `{"code": "Pod-20"}`); r.status != 201 || decode[couponCode](t, r) != (couponCode{"Pod-20", ptn}) {

@@ -57,7 +57,7 @@ func column(t *testing.T, recs [][]string, name string) []string {
 
 func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *testing.T) {
 	f := newExportsFixture(t)
-	adv := map[string]string{"x-api-key": f.adv}
+	adv := apiKey(f.adv)
 	first := f.register(t, "=HYPERLINK(\"https://evil.example\",\"x\")", "42.50")
 	f.register(t, "order,\"2\"", "10.00")
 	third := f.register(t, "-1+2", "0.05")
@@ -90,7 +90,7 @@ func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *t
 	}
 
 	// Commissions from the partner API: the affiliate's own.
-	recs = csvOf(t, f.do(t, "GET", "/api/partner-api/commissions.csv?status=pending", map[string]string{"x-api-key": f.aff}, ""))
+	recs = csvOf(t, f.do(t, "GET", "/api/partner-api/commissions.csv?status=pending", apiKey(f.aff), ""))
 	if got := column(t, recs, "amount"); strings.Join(got, "|") != "1.00|4.25" {
 		t.Errorf("the affiliate's pending commissions: %q", got)
 	}
@@ -99,7 +99,7 @@ func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *t
 	for _, path := range []string{"/api/v1/conversions.csv?status=won", "/api/v1/commissions.csv?program_id=nope", "/api/partner-api/commissions.csv?from=yesterday"} {
 		key := adv
 		if strings.Contains(path, "partner-api") {
-			key = map[string]string{"x-api-key": f.aff}
+			key = apiKey(f.aff)
 		}
 		r := f.do(t, "GET", path, key, "")
 		if r.status != 400 || r.problem.Code != "validation_failed" || !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
@@ -114,7 +114,7 @@ func TestExportsHoldOnlyTheCallersRows(t *testing.T) {
 	otherID, otherKey := f.company(t, identity.Advertiser)
 	otherProgram := f.newProgram(t, otherID, "EUR")
 	clk := f.clicks(t, otherProgram, time.Now().Add(-time.Hour), 1)[0]
-	if r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": otherKey},
+	if r := f.do(t, "POST", "/api/v1/conversions", apiKey(otherKey),
 		fmt.Sprintf(`{"click_id": %q, "external_id": "theirs", "amount": "5.00"}`, clk)); r.status != 201 {
 		t.Fatalf("the other advertiser's conversion: %d %s", r.status, r.raw)
 	}
@@ -130,7 +130,7 @@ func TestExportsHoldOnlyTheCallersRows(t *testing.T) {
 		{strangerKey, "/api/v1/payouts.csv", "0 rows"},
 		{strangerKey, "/api/v1/stats.csv?group_by=program", "0 rows"},
 	} {
-		recs := csvOf(t, f.do(t, "GET", c.path, map[string]string{"x-api-key": c.key}, ""))
+		recs := csvOf(t, f.do(t, "GET", c.path, apiKey(c.key), ""))
 		got := fmt.Sprintf("%d rows", len(recs)-1)
 		if strings.HasSuffix(c.path, "conversions.csv") {
 			got = strings.Join(column(t, recs, "external_id"), " ")
@@ -176,14 +176,14 @@ func TestThePayoutExportIsOneMassPaymentRowPerAffiliateAndCurrency(t *testing.T)
 		t.Errorf("row %q", row)
 	}
 	// The affiliate reads its own totals from the partner API.
-	recs = csvOf(t, f.do(t, "GET", "/api/partner-api/payouts.csv", map[string]string{"x-api-key": f.aff}, ""))
+	recs = csvOf(t, f.do(t, "GET", "/api/partner-api/payouts.csv", apiKey(f.aff), ""))
 	if len(recs) != 2 || recs[1][1] != "12.30" {
 		t.Errorf("the affiliate's totals: %q", recs)
 	}
-	if recs := csvOf(t, f.do(t, "GET", "/api/v1/payouts.csv?status=paid", map[string]string{"x-api-key": f.adv}, "")); len(recs) != 1 {
+	if recs := csvOf(t, f.do(t, "GET", "/api/v1/payouts.csv?status=paid", apiKey(f.adv), "")); len(recs) != 1 {
 		t.Errorf("no paid payout: %q", recs)
 	}
-	if r := f.do(t, "GET", "/api/v1/payouts.csv?status=due", map[string]string{"x-api-key": f.adv}, ""); r.status != 400 {
+	if r := f.do(t, "GET", "/api/v1/payouts.csv?status=due", apiKey(f.adv), ""); r.status != 400 {
 		t.Errorf("a bad status: %d %s", r.status, r.raw)
 	}
 }
@@ -192,7 +192,7 @@ func TestTheStatsExportTakesEveryGrouping(t *testing.T) {
 	f := newExportsFixture(t)
 	yesterday := time.Now().UTC().AddDate(0, 0, -1)
 	f.clicks(t, f.program, yesterday, 3)
-	adv := map[string]string{"x-api-key": f.adv}
+	adv := apiKey(f.adv)
 	day := yesterday.Format(time.DateOnly)
 	recs := csvOf(t, f.do(t, "GET", "/api/v1/stats.csv?from="+day, adv, ""))
 	if strings.Join(recs[0], ",") != "day,currency,clicks,unique_clicks,conversions,pending,approved,rejected,paid,reversed,sale_amount,commission,epc,conversion_rate" ||
@@ -212,7 +212,7 @@ func TestTheStatsExportTakesEveryGrouping(t *testing.T) {
 			t.Errorf("by %s: %q", g, recs)
 		}
 	}
-	if recs := csvOf(t, f.do(t, "GET", "/api/partner-api/stats.csv?group_by=program&from="+day, map[string]string{"x-api-key": f.aff}, "")); len(recs) != 2 || recs[1][0] != f.program {
+	if recs := csvOf(t, f.do(t, "GET", "/api/partner-api/stats.csv?group_by=program&from="+day, apiKey(f.aff), "")); len(recs) != 2 || recs[1][0] != f.program {
 		t.Errorf("the affiliate's programs: %q", recs)
 	}
 	for _, q := range []string{"group_by=week", "from=2026-13-01", "currency=eur", "from=9999-12-01&to=9999-12-31", "from=1969-12-31&to=1970-01-31"} {

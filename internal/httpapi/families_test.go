@@ -37,8 +37,8 @@ func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
 		code    string
 	}{
 		{"v1 without a key is 401", "GET", "/api/v1/echo", nil, 401, "missing_credentials"},
-		{"v1 with a malformed key is 401", "GET", "/api/v1/echo", map[string]string{"x-api-key": "ps_short"}, 401, "invalid_api_key"},
-		{"v1 with a revoked key is 401", "GET", "/api/v1/echo", map[string]string{"x-api-key": revoked}, 401, "invalid_api_key"},
+		{"v1 with a malformed key is 401", "GET", "/api/v1/echo", apiKey("ps_short"), 401, "invalid_api_key"},
+		{"v1 with a revoked key is 401", "GET", "/api/v1/echo", apiKey(revoked), 401, "invalid_api_key"},
 		{"v1 of a route that does not exist is 404 without a key", "GET", "/api/v1/no-such-route", nil, 404, "not_found"},
 		{"another version is 404, not 401", "GET", "/api/v2/programs", nil, 404, "not_found"},
 		{"a dashboard route that does not exist is 404 without a session", "GET", "/api/no-such-route", map[string]string{"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.e30.x"}, 404, "not_found"},
@@ -48,12 +48,12 @@ func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
 		{"a route spelled in other case is no route (it would skip the credential rules)", "GET", "/API/api-keys", nil, 404, "not_found"},
 		{"a partner route spelled in other case is no route", "GET", "/Api/partner-api/me", nil, 404, "not_found"},
 		{"a known route with a wrong method is still refused for its credentials first", "DELETE", "/api/api-keys", nil, 401, "missing_credentials"},
-		{"v1 with a valid key passes authentication", "GET", "/api/v1/no-such-route", map[string]string{"x-api-key": f.adv}, 404, "not_found"},
+		{"v1 with a valid key passes authentication", "GET", "/api/v1/no-such-route", apiKey(f.adv), 404, "not_found"},
 		{"v1 takes the key as a bearer token", "GET", "/api/v1/no-such-route", map[string]string{"Authorization": "Bearer " + f.adv}, 404, "not_found"},
-		{"partner-api refuses POST with 405", "POST", "/api/partner-api/me", map[string]string{"x-api-key": f.adv}, 405, "method_not_allowed"},
+		{"partner-api refuses POST with 405", "POST", "/api/partner-api/me", apiKey(f.adv), 405, "method_not_allowed"},
 		{"partner-api without a key is 401", "GET", "/api/partner-api/me", nil, 401, "missing_credentials"},
 		{"partner-api with a session-like token is 401", "GET", "/api/partner-api/me", map[string]string{"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.e30.x"}, 401, "invalid_api_key"},
-		{"the dashboard refuses a valid API key in x-api-key", "GET", "/api/api-keys", map[string]string{"x-api-key": f.adv}, 401, "api_key_not_allowed"},
+		{"the dashboard refuses a valid API key in x-api-key", "GET", "/api/api-keys", apiKey(f.adv), 401, "api_key_not_allowed"},
 		{"the dashboard refuses a valid API key as a bearer token", "GET", "/api/auth/me", map[string]string{"Authorization": "Bearer " + f.adv}, 401, "api_key_not_allowed"},
 		{"the dashboard without a session is 401", "GET", "/api/api-keys", nil, 401, "missing_credentials"},
 	}
@@ -75,7 +75,7 @@ func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
 
 func TestPartnerMeReturnsOnlyTheCallersCompany(t *testing.T) {
 	f := newFixture(t)
-	r := f.do(t, "GET", "/api/partner-api/me", map[string]string{"x-api-key": f.adv}, "")
+	r := f.do(t, "GET", "/api/partner-api/me", apiKey(f.adv), "")
 	if r.status != 200 {
 		t.Fatalf("status %d %s", r.status, r.raw)
 	}
@@ -83,7 +83,7 @@ func TestPartnerMeReturnsOnlyTheCallersCompany(t *testing.T) {
 	if co.ID != f.advID || co.Kind != "advertiser" {
 		t.Fatalf("me = %+v, want the advertiser %s", co, f.advID)
 	}
-	r = f.do(t, "GET", "/api/partner-api/me", map[string]string{"x-api-key": f.aff}, "")
+	r = f.do(t, "GET", "/api/partner-api/me", apiKey(f.aff), "")
 	if co := decode[partnerMe](t, r).Company; co.ID == f.advID {
 		t.Fatal("the affiliate's key read the advertiser's company")
 	}
@@ -92,7 +92,7 @@ func TestPartnerMeReturnsOnlyTheCallersCompany(t *testing.T) {
 func TestRevocationTakesEffectAtOnceEvenWhenCached(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	h := map[string]string{"x-api-key": f.adv}
+	h := apiKey(f.adv)
 	if r := f.do(t, "GET", "/api/partner-api/me", h, ""); r.status != 200 {
 		t.Fatalf("before revocation: %d", r.status)
 	}
@@ -120,7 +120,7 @@ func TestRateLimitHeadersAndRetryAfter(t *testing.T) {
 		o.RateLimit = httpapi.RateLimit{Requests: 3, Window: time.Minute}
 		o.Now = func() time.Time { return now }
 	})
-	h := map[string]string{"x-api-key": f.adv}
+	h := apiKey(f.adv)
 	for i := 1; i <= 3; i++ {
 		r := f.do(t, "GET", "/api/partner-api/me", h, "")
 		if r.status != 200 || r.header.Get("RateLimit-Remaining") != string(rune('0'+3-i)) || r.header.Get("RateLimit-Limit") != "3" {
@@ -131,7 +131,7 @@ func TestRateLimitHeadersAndRetryAfter(t *testing.T) {
 	if r.status != 429 || r.header.Get("Retry-After") != "60" || r.problem.Code != "rate_limited" {
 		t.Fatalf("over the limit: %d retry-after=%q %s", r.status, r.header.Get("Retry-After"), r.raw)
 	}
-	if r := f.do(t, "GET", "/api/partner-api/me", map[string]string{"x-api-key": f.aff}, ""); r.status != 200 {
+	if r := f.do(t, "GET", "/api/partner-api/me", apiKey(f.aff), ""); r.status != 200 {
 		t.Fatalf("another key is limited too: %d", r.status)
 	}
 	now = now.Add(time.Minute)
@@ -189,7 +189,7 @@ func TestBadInputIsAProblemNeverA500(t *testing.T) {
 		}
 		return c.JSON(in)
 	})
-	h := map[string]string{"x-api-key": f.adv}
+	h := apiKey(f.adv)
 	for name, body := range map[string]string{
 		"malformed JSON":   `{"name":`,
 		"an unknown field": `{"nam":"x"}`,
@@ -230,7 +230,7 @@ func TestAnAddressThatKeepsFailingCredentialsIsThrottled(t *testing.T) {
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	f := newFakeFixture(t, func(o *httpapi.Options) { o.FailedAuthLimit, o.Now = 3, clock })
-	good := map[string]string{"x-api-key": f.adv}
+	good := apiKey(f.adv)
 	for range 10 {
 		if r := f.do(t, "GET", "/api/partner-api/me", good, ""); r.status != 200 {
 			t.Fatalf("a valid key: %d %s", r.status, r.raw)

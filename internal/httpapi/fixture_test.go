@@ -63,6 +63,7 @@ type fixture struct {
 	ids   *identity.Store
 	keys  *auth.KeyAuthenticator
 	advID string
+	affID string
 	adv   string // API key of the advertiser
 	aff   string // API key of the affiliate
 }
@@ -110,7 +111,7 @@ func newFixture(t testing.TB, opts ...func(*httpapi.Options)) *fixture {
 		if kind == identity.Advertiser {
 			f.advID, f.adv = co.ID, key
 		} else {
-			f.aff = key
+			f.affID, f.aff = co.ID, key
 		}
 	}
 	return f

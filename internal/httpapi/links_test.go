@@ -14,7 +14,6 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
-	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
@@ -39,7 +38,6 @@ type trackingFixture struct {
 	links       *links.Service
 	broker      *trackingtest.Broker
 	recorder    *tracking.Recorder
-	affID       string
 	program     string
 	partnership string
 	affSession  map[string]string
@@ -49,21 +47,13 @@ type trackingFixture struct {
 func newTrackingFixture(t *testing.T, mode tracking.Mode) *trackingFixture {
 	t.Helper()
 	f := &trackingFixture{fixture: newFixture(t)}
-	// Registered after newFixture's cleanups, so it runs before them: closing the pool waits
-	// for the listener's connection.
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.aff))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.affID = rec.CompanyID
 	f.program = linkstest.Program(t, f.db, f.advID, "https://shop.example.test/landing?lang=en#top", "")
 	f.partnership = linkstest.Partnership(t, f.db, f.program, f.affID, "approved")
 	f.affSession = f.dashboardAs(t, identity.Affiliate, "member")
 
 	f.links = links.NewService(f.db, links.Options{BaseURL: "https://go.example.test"})
 	f.broker = trackingtest.StartBroker(t)
+	var err error
 	f.recorder, err = tracking.NewRecorder(tracking.RecorderOptions{Kafka: f.broker.Config, Mode: mode, SpoolDir: t.TempDir(),
 		AckTimeout: 30 * time.Millisecond, Log: quiet})
 	if err != nil {
@@ -101,7 +91,6 @@ func (f *trackingFixture) createLink(t *testing.T, body string) link {
 
 func TestTrackingLinkRoutes(t *testing.T) {
 	f := newTrackingFixture(t, tracking.ModeAck)
-	ctx := context.Background()
 	created := f.createLink(t, fmt.Sprintf(`{"program_id":%q,"sub1":"newsletter"}`, f.program))
 	id, code := created.ID, created.Code
 	if created.URL != "https://go.example.test/c/"+code || created.Sub1 != "newsletter" || created.Status != "active" ||
@@ -109,14 +98,7 @@ func TestTrackingLinkRoutes(t *testing.T) {
 		t.Fatalf("created %+v", created)
 	}
 	noPartnership := linkstest.Program(t, f.db, f.advID, "https://other.example.test/", "")
-	rival, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: identity.Advertiser, Name: "rival", OwnerEmail: "rival@example.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rivalKey, _, err := f.ids.CreateAPIKey(ctx, rival.ID, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rivalKey := f.company(t, identity.Advertiser)
 
 	cases := []struct {
 		name    string

@@ -28,7 +28,7 @@ func newPostbackFixture(t *testing.T) *postbackFixture {
 	f.svc = postbacks.NewService(f.db, postbacks.Options{Now: func() time.Time { return f.now }})
 	f.srv.MountPostbacks(f.svc)
 	f.adv, f.aff = f.dashboardAs(t, "advertiser", "owner"), f.dashboardAs(t, "affiliate", "owner")
-	f.advKey, f.affKey = map[string]string{"x-api-key": f.fixture.adv}, map[string]string{"x-api-key": f.fixture.aff}
+	f.advKey, f.affKey = apiKey(f.fixture.adv), apiKey(f.fixture.aff)
 	return f
 }
 

@@ -1,12 +1,10 @@
 package httpapi_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 
-	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/programs"
 )
@@ -15,7 +13,6 @@ import (
 // second advertiser, and dashboard sessions.
 type programsFixture struct {
 	*fixture
-	affID     string
 	adv2      string // API key of another advertiser
 	advOwner  map[string]string
 	advMember map[string]string
@@ -24,27 +21,14 @@ type programsFixture struct {
 
 func newProgramsFixture(t *testing.T) *programsFixture {
 	t.Helper()
-	ctx := context.Background()
 	f := &programsFixture{fixture: newFixture(t)}
 	svc := programs.NewService(f.db, programs.Options{})
 	f.srv.MountPrograms(svc)
 	f.srv.MountPartnerships(svc)
-	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.aff))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.affID = rec.CompanyID
-	co, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: identity.Advertiser, Name: "rival", OwnerEmail: "rival@example.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.adv2, _, err = f.ids.CreateAPIKey(ctx, co.ID, "test"); err != nil {
-		t.Fatal(err)
-	}
-	sessionFor := func(kind, role string) map[string]string { return f.dashboardAs(t, kind, role) }
-	f.advOwner = sessionFor(identity.Advertiser, "owner")
-	f.advMember = sessionFor(identity.Advertiser, "member")
-	f.affOwner = sessionFor(identity.Affiliate, "owner")
+	_, f.adv2 = f.company(t, identity.Advertiser)
+	f.advOwner = f.dashboardAs(t, identity.Advertiser, "owner")
+	f.advMember = f.dashboardAs(t, identity.Advertiser, "member")
+	f.affOwner = f.dashboardAs(t, identity.Affiliate, "owner")
 	return f
 }
 

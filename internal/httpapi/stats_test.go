@@ -10,7 +10,6 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ingest"
@@ -25,23 +24,17 @@ var statsToday = time.Date(2026, 6, 30, 15, 0, 0, 0, time.UTC)
 // database, holding traffic of the fixture's advertiser and affiliate and of strangers.
 type statsFixture struct {
 	*fixture
-	affID string
-	w     *ingest.Writer
-	ch    driver.Conn
-	chDB  string
+	w    *ingest.Writer
+	ch   driver.Conn
+	chDB string
 }
 
 func newStatsFixture(t *testing.T) *statsFixture {
 	t.Helper()
-	ctx := context.Background()
 	f := &statsFixture{fixture: newFixture(t)}
 	_, db, conn := chtest.Migrated(t)
 	f.srv.MountStats(stats.New(conn, db, stats.Options{Now: func() time.Time { return statsToday }}))
-	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.aff))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.affID, f.w, f.ch, f.chDB = rec.CompanyID, ingest.NewWriter(conn, db), conn, db
+	f.w, f.ch, f.chDB = ingest.NewWriter(conn, db), conn, db
 	return f
 }
 
@@ -148,7 +141,7 @@ func TestStatsByDayListEveryDayWithMoneyAsDecimalStrings(t *testing.T) {
 	f.conversion(t, "cnv_1", "2026-06-01", f.advID, f.affID, "prg_1", "EUR", events.CommissionApproved, 12000, 1250)
 	f.conversion(t, "cnv_2", "2026-06-03", f.advID, f.affID, "prg_1", "EUR", events.CommissionRejected, 5000, 500)
 
-	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-01"}, "to": {"2026-06-03"}}, map[string]string{"x-api-key": f.adv})
+	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-01"}, "to": {"2026-06-03"}}, apiKey(f.adv))
 	rep := reportOf(t, r)
 	rows := rep.Data
 	if str(rep.Currency) != "EUR" || rep.GroupBy != "day" || rep.From != "2026-06-01" || rep.To != "2026-06-03" {
@@ -181,7 +174,7 @@ func describe(day *string, f statsFigures) string {
 
 func TestStatsDefaultToTheLast30DaysAndNoTrafficMeansZeroEPC(t *testing.T) {
 	f := newStatsFixture(t)
-	r := f.get(t, "/api/partner-api/stats", nil, map[string]string{"x-api-key": f.adv})
+	r := f.get(t, "/api/partner-api/stats", nil, apiKey(f.adv))
 	rep := reportOf(t, r)
 	rows := rep.Data
 	if len(rows) != 30 || str(rows[0].Day) != "2026-06-01" || str(rows[29].Day) != "2026-06-30" {
@@ -195,7 +188,7 @@ func TestStatsDefaultToTheLast30DaysAndNoTrafficMeansZeroEPC(t *testing.T) {
 	if rep.Currency != nil {
 		t.Errorf("currency = %v, want null without conversions", *rep.Currency)
 	}
-	r = f.get(t, "/api/v1/stats", url.Values{"group_by": {"program"}}, map[string]string{"x-api-key": f.adv})
+	r = f.get(t, "/api/v1/stats", url.Values{"group_by": {"program"}}, apiKey(f.adv))
 	if rep := reportOf(t, r); len(rep.Data) != 0 || describe(nil, rep.Totals) != `day=<nil> clicks=0 unique=0 total=0 approved=0 rejected=0 sale=0.00 commission=0.00 epc=0.00 rate=0` {
 		t.Errorf("by program without traffic: %s", r.raw)
 	}
@@ -217,15 +210,15 @@ func TestStatsShowEachCompanyOnlyItsOwnFigures(t *testing.T) {
 		}
 		return out
 	}
-	if got := clicksByLink(map[string]string{"x-api-key": f.adv}); fmt.Sprint(got) != "map[lnk_mine:3 lnk_other:7]" {
+	if got := clicksByLink(apiKey(f.adv)); fmt.Sprint(got) != "map[lnk_mine:3 lnk_other:7]" {
 		t.Errorf("the advertiser sees %v, want its programs' links only", got)
 	}
-	if got := clicksByLink(map[string]string{"x-api-key": f.aff}); fmt.Sprint(got) != "map[lnk_mine:3 lnk_theirs:5]" {
+	if got := clicksByLink(apiKey(f.aff)); fmt.Sprint(got) != "map[lnk_mine:3 lnk_theirs:5]" {
 		t.Errorf("the affiliate sees %v, want its own links only", got)
 	}
 	// A program filter cannot reach into another company's program.
 	q.Set("program_id", "prg_theirs")
-	if got := clicksByLink(map[string]string{"x-api-key": f.adv}); len(got) != 0 {
+	if got := clicksByLink(apiKey(f.adv)); len(got) != 0 {
 		t.Errorf("the advertiser filtering on a stranger's program sees %v", got)
 	}
 	// The dashboard serves the same figures to a signed-in member.
@@ -243,7 +236,7 @@ func TestStatsLimitCutsTheRowsButNotTheTotals(t *testing.T) {
 	f := newStatsFixture(t)
 	f.clicks(t, 2, "2026-06-10", f.advID, f.affID, "prg_1", "lnk_small", "")
 	f.clicks(t, 9, "2026-06-10", f.advID, f.affID, "prg_1", "lnk_big", "")
-	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"link"}, "limit": {"1"}}, map[string]string{"x-api-key": f.adv})
+	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"link"}, "limit": {"1"}}, apiKey(f.adv))
 	rep := reportOf(t, r)
 	rows := rep.Data
 	if len(rows) != 1 || str(rows[0].LinkID) != "lnk_big" || str(rows[0].ProgramID) != "prg_1" || !rep.HasMore {
@@ -260,7 +253,7 @@ func TestStatsNeverMixCurrencies(t *testing.T) {
 	f.conversion(t, "cnv_jpy", "2026-06-10", "co_b", f.affID, "prg_jpy", "JPY", events.CommissionPaid, 20000, 1500)
 	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}}
 	q.Set("currency", "JPY")
-	r := f.get(t, "/api/v1/stats", q, map[string]string{"x-api-key": f.aff})
+	r := f.get(t, "/api/v1/stats", q, apiKey(f.aff))
 	rep := reportOf(t, r)
 	rows := rep.Data
 	if str(rep.Currency) != "JPY" || len(rows) == 0 || str(rows[0].Commission) != "1500" || str(rows[0].SaleAmount) != "20000" || rows[0].Conversions.Total != 1 {
@@ -291,8 +284,8 @@ func TestTheStatsOfAnAffiliateInTwoCurrenciesArePerCurrency(t *testing.T) {
 		path    string
 		headers map[string]string
 	}{
-		{"/api/v1/stats", map[string]string{"x-api-key": f.aff}},
-		{"/api/partner-api/stats", map[string]string{"x-api-key": f.aff}},
+		{"/api/v1/stats", apiKey(f.aff)},
+		{"/api/partner-api/stats", apiKey(f.aff)},
 		{"/api/stats", f.statsSession(t)},
 	} {
 		r := f.get(t, route.path, q, route.headers)
@@ -313,7 +306,7 @@ func TestTheStatsOfAnAffiliateInTwoCurrenciesArePerCurrency(t *testing.T) {
 	}
 	// currency narrows conversions and amounts to one, in the fields as they always were
 	q.Set("currency", "USD")
-	r := f.get(t, "/api/partner-api/stats", q, map[string]string{"x-api-key": f.aff})
+	r := f.get(t, "/api/partner-api/stats", q, apiKey(f.aff))
 	rep := reportOf(t, r)
 	totals := rep.Totals
 	if str(rep.Currency) != "USD" || str(totals.Commission) != "20.01" || str(totals.EPC) != "2.00" ||
@@ -407,8 +400,8 @@ func TestStatsSumLargeCommissionsExactly(t *testing.T) {
 		path    string
 		headers map[string]string
 	}{
-		{"/api/v1/stats", map[string]string{"x-api-key": f.adv}},
-		{"/api/partner-api/stats", map[string]string{"x-api-key": f.aff}},
+		{"/api/v1/stats", apiKey(f.adv)},
+		{"/api/partner-api/stats", apiKey(f.aff)},
 		{"/api/stats", f.dashboardAs(t, identity.Advertiser, "member")},
 	} {
 		r := f.get(t, c.path, q, c.headers)
@@ -434,7 +427,7 @@ func TestStatsByAttribution(t *testing.T) {
 	click := statsConversion("cnv_k", "2026-06-10", f.advID, f.affID, "prg_1", "EUR", events.CommissionApproved, 2000, 200)
 	click.Attribution = "click"
 	f.conversions(t, []ingest.Conversion{coupon, click})
-	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"attribution"}}, map[string]string{"x-api-key": f.adv})
+	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"attribution"}}, apiKey(f.adv))
 	rep := reportOf(t, r)
 	got := map[string]string{}
 	for _, row := range rep.Data {

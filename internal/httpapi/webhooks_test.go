@@ -20,7 +20,6 @@ import (
 
 	"github.com/partnerstream/partnerstream/api/v1alpha1"
 	"github.com/partnerstream/partnerstream/controllers"
-	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
@@ -34,9 +33,8 @@ import (
 // plane, where the real controller runs with a clock the test can move.
 type webhookFixture struct {
 	*fixture
-	ns    string
-	skew  atomic.Int64 // moves the controller's clock forward (nanoseconds)
-	affID string
+	ns   string
+	skew atomic.Int64 // moves the controller's clock forward (nanoseconds)
 	// Dashboard sessions and API keys of both companies.
 	adv, aff, member map[string]string
 	advKey, affKey   map[string]string
@@ -52,12 +50,7 @@ func newWebhookFixture(t *testing.T) *webhookFixture {
 	})
 	f.srv.MountWebhooks(webhooks.NewService(kube.Client, webhooks.Options{Namespace: f.ns}))
 	f.adv, f.aff, f.member = f.dashboardAs(t, "advertiser", "owner"), f.dashboardAs(t, "affiliate", "admin"), f.dashboardAs(t, "advertiser", "member")
-	f.advKey, f.affKey = map[string]string{"x-api-key": f.fixture.adv}, map[string]string{"x-api-key": f.fixture.aff}
-	rec, err := f.ids.LookupKey(context.Background(), auth.HashKey(f.fixture.aff))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.affID = rec.CompanyID
+	f.advKey, f.affKey = apiKey(f.fixture.adv), apiKey(f.fixture.aff)
 	return f
 }
 
