@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/partnerstream/partnerstream/internal/auth"
@@ -18,6 +16,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/signin"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 )
 
 func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
