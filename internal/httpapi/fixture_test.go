@@ -274,7 +274,7 @@ func (f *fakeFixture) dashboardAs(kind, role string) map[string]string {
 }
 
 // fakeKeys is the API key store and authenticator: the keys it made authenticate until
-// revoked.
+// revoked; others are malformed or unknown, as auth.KeyAuthenticator says.
 type fakeKeys struct {
 	mu        sync.Mutex
 	byKey     map[string]identity.APIKey
@@ -282,6 +282,9 @@ type fakeKeys struct {
 }
 
 func (k *fakeKeys) Authenticate(_ context.Context, key string) (auth.KeyRecord, error) {
+	if _, err := auth.ParseKey(key); err != nil {
+		return auth.KeyRecord{}, err
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	rec, ok := k.byKey[key]
