@@ -2,35 +2,39 @@ package httpapi_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/partnerstream/partnerstream/internal/dashboard"
+	"github.com/partnerstream/partnerstream/internal/httpapi"
+	"github.com/partnerstream/partnerstream/internal/identity"
 )
 
-// newAccountFixture is newFixture with the account routes, and a session of the advertiser's
-// owner.
-func newAccountFixture(t *testing.T) (*fixture, map[string]string, string) {
-	t.Helper()
-	f := newFixture(t)
-	f.srv.MountAccount(dashboard.NewAccountStore(f.db))
-	ctx := context.Background()
-	u, err := f.ids.UserByEmail(ctx, "advertiser@example.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := f.bearer(t, u.ID, u.CompanyID, "advertiser", "owner")
-	h["Content-Type"] = "application/json"
-	return f, h, u.ID
+// fakeAccounts remembers the locales it was told to save.
+type fakeAccounts struct {
+	mu      sync.Mutex
+	locales map[string]string
+}
+
+func (a *fakeAccounts) SetUserLocale(_ context.Context, userID, locale string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.locales[userID] = locale
+	return nil
 }
 
 func TestAccountLocaleIsSavedForTheSignedInUser(t *testing.T) {
-	f, h, userID := newAccountFixture(t)
-	r := f.do(t, "PUT", "/api/account/locale", h, `{"locale":"es"}`)
-	if r.status != 200 || r.body["locale"] != "es" {
+	f := newFixture(t)
+	f.srv.MountAccount(dashboard.NewAccountStore(f.db))
+	u, err := f.ids.UserByEmail(context.Background(), "advertiser@example.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.do(t, "PUT", "/api/account/locale", f.bearer(t, u.ID, u.CompanyID, "advertiser", "owner"), `{"locale":"es"}`)
+	if r.status != 200 || decode[struct{ Locale string }](t, r).Locale != "es" {
 		t.Fatalf("status %d body %s", r.status, r.raw)
 	}
-	u, err := f.ids.UserByID(context.Background(), userID)
-	if err != nil {
+	if u, err = f.ids.UserByID(context.Background(), u.ID); err != nil {
 		t.Fatal(err)
 	}
 	if u.Locale != "es" {
@@ -39,7 +43,10 @@ func TestAccountLocaleIsSavedForTheSignedInUser(t *testing.T) {
 }
 
 func TestAccountLocaleRefusesWhatTheDashboardDoesNotSpeak(t *testing.T) {
-	f, h, _ := newAccountFixture(t)
+	f := newFakeFixture(t)
+	accounts := &fakeAccounts{locales: map[string]string{}}
+	f.srv.MountAccount(accounts)
+	h := f.dashboardAs(identity.Advertiser, "owner")
 	for _, tc := range []struct{ name, body string }{
 		{"an unknown language", `{"locale":"fr"}`},
 		{"a region the catalogues do not have", `{"locale":"es-MX"}`},
@@ -53,17 +60,20 @@ func TestAccountLocaleRefusesWhatTheDashboardDoesNotSpeak(t *testing.T) {
 			}
 		})
 	}
+	if len(accounts.locales) != 0 {
+		t.Fatalf("refused locales were saved: %v", accounts.locales)
+	}
 }
 
 func TestAccountLocaleTakesASessionNotAnAPIKey(t *testing.T) {
-	f, _, _ := newAccountFixture(t)
-	r := f.do(t, "PUT", "/api/account/locale", map[string]string{"x-api-key": f.adv, "Content-Type": "application/json"}, `{"locale":"es"}`)
-	if r.status != 401 || r.body["code"] != "api_key_not_allowed" {
+	f := newFakeFixture(t)
+	f.srv.MountAccount(&fakeAccounts{locales: map[string]string{}})
+	r := f.do(t, "PUT", "/api/account/locale", apiKey(f.adv), `{"locale":"es"}`)
+	if r.status != 401 || r.problem.Code != "api_key_not_allowed" {
 		t.Fatalf("status %d body %s", r.status, r.raw)
 	}
 }
 
 func TestAccountRoutesAreDocumented(t *testing.T) {
-	f, _, _ := newAccountFixture(t)
-	assertAreaDocumented(t, f, "openapi/12-account.yaml")
+	assertAreaDocumented(t, func(s *httpapi.Server) { s.MountAccount(nil) }, "openapi/12-account.yaml")
 }

@@ -1,90 +1,35 @@
 package httpapi_test
 
 import (
-	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 )
-
-var sixDigits = regexp.MustCompile(`\b[0-9]{6}\b`)
-
-// code asks for a sign-in code and reads it from the SMTP listener.
-func (f *fixture) code(t *testing.T, email string) string {
-	t.Helper()
-	before := f.inbox.Count(email)
-	r := f.do(t, "POST", "/api/auth/magic-code", nil, `{"email":"`+email+`"}`)
-	if r.status != 202 {
-		t.Fatalf("magic-code: %d %s", r.status, r.raw)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for f.inbox.Count(email) == before {
-		if time.Now().After(deadline) {
-			t.Fatalf("no e-mail reached %s", email)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	msg := f.inbox.Wait(t, email, time.Second)
-	c := sixDigits.FindString(msg.Text)
-	if c == "" {
-		t.Fatalf("no code in the e-mail: %q", msg.Text)
-	}
-	return c
-}
-
-// signUp registers a company through the magic-code flow and returns the session response.
-func (f *fixture) signUp(t *testing.T, email, kind string) response {
-	t.Helper()
-	r := f.do(t, "POST", "/api/auth/magic-code/verify", nil,
-		`{"email":"`+email+`","code":"`+f.code(t, email)+`","company_kind":"`+kind+`","company_name":"Co of `+email+`"}`)
-	if r.status != 200 {
-		t.Fatalf("sign-up: %d %s", r.status, r.raw)
-	}
-	return r
-}
-
-func bearerOf(r response) map[string]string {
-	return map[string]string{"Authorization": "Bearer " + r.body["access_token"].(string)}
-}
-
-func cookiesOf(r response) (cookie string, csrf string) {
-	var parts []string
-	for _, c := range (&http.Response{Header: r.header}).Cookies() {
-		if c.Value == "" {
-			continue
-		}
-		parts = append(parts, c.Name+"="+c.Value)
-		if c.Name == session.CSRFCookie {
-			csrf = c.Value
-		}
-	}
-	return strings.Join(parts, "; "), csrf
-}
 
 func TestMagicCodeSignUpThenSignIn(t *testing.T) {
 	f := newFixture(t)
 	email := "new.brand@example.test"
 	r := f.do(t, "POST", "/api/auth/magic-code/verify", nil, `{"email":"`+email+`","code":"`+f.code(t, email)+`"}`)
-	if r.status != 422 || r.body["code"] != "registration_required" {
+	if r.status != 422 || r.problem.Code != "registration_required" {
 		t.Fatalf("unknown address without sign-up details: %d %s", r.status, r.raw)
 	}
 	up := f.signUp(t, email, "advertiser")
-	if up.body["registered"] != true || up.body["company"].(map[string]any)["kind"] != "advertiser" {
+	upBody := decode[signedIn](t, up)
+	if !upBody.Registered || upBody.Company.Kind != "advertiser" {
 		t.Fatalf("sign-up response: %s", up.raw)
 	}
-	me := f.do(t, "GET", "/api/auth/me", bearerOf(up), "")
-	if me.status != 200 || me.body["user"].(map[string]any)["email"] != email {
+	me := f.do(t, "GET", "/api/auth/me", bearerOf(t, up), "")
+	if me.status != 200 || decode[signedIn](t, me).User.Email != email {
 		t.Fatalf("me: %d %s", me.status, me.raw)
 	}
 	in := f.do(t, "POST", "/api/auth/magic-code/verify", nil, `{"email":"NEW.Brand@example.test","code":"`+f.code(t, email)+`"}`)
-	if in.status != 200 || in.body["registered"] == true {
+	if in.status != 200 || decode[signedIn](t, in).Registered {
 		t.Fatalf("second sign-in: %d %s", in.status, in.raw)
 	}
-	if in.body["company"].(map[string]any)["id"] != up.body["company"].(map[string]any)["id"] {
+	if decode[signedIn](t, in).Company.ID != upBody.Company.ID {
 		t.Fatal("signing in again landed in another company")
 	}
 }
@@ -97,15 +42,15 @@ func TestAskingForTheRegistrationLeavesTheCodeValid(t *testing.T) {
 		return f.do(t, "POST", "/api/auth/magic-code/verify", nil, `{"email":"`+email+`","code":"`+code+`"`+extra+`}`)
 	}
 	for range 2 {
-		if r := verify(""); r.status != 422 || r.body["code"] != "registration_required" {
+		if r := verify(""); r.status != 422 || r.problem.Code != "registration_required" {
 			t.Fatalf("a new address without sign-up details: %d %s", r.status, r.raw)
 		}
 	}
 	up := verify(`,"company_kind":"affiliate","company_name":"Two Steps"`)
-	if up.status != 200 || up.body["registered"] != true {
+	if up.status != 200 || !decode[signedIn](t, up).Registered {
 		t.Fatalf("the same code with the sign-up details: %d %s", up.status, up.raw)
 	}
-	if r := verify(`,"company_kind":"affiliate","company_name":"Two Steps"`); r.status != 401 || r.body["code"] != "invalid_code" {
+	if r := verify(`,"company_kind":"affiliate","company_name":"Two Steps"`); r.status != 401 || r.problem.Code != "invalid_code" {
 		t.Fatalf("the code after the sign-up: %d %s, want it used", r.status, r.raw)
 	}
 }
@@ -160,7 +105,7 @@ func TestCookieSessionsNeedTheCSRFTokenToChangeState(t *testing.T) {
 	if r := f.do(t, "GET", "/api/auth/me", map[string]string{"Cookie": cookie}, ""); r.status != 200 {
 		t.Fatalf("GET with the cookie: %d %s", r.status, r.raw)
 	}
-	if r := f.do(t, "POST", "/api/api-keys", map[string]string{"Cookie": cookie}, `{"name":"ci"}`); r.status != 403 || r.body["code"] != "csrf_failed" {
+	if r := f.do(t, "POST", "/api/api-keys", map[string]string{"Cookie": cookie}, `{"name":"ci"}`); r.status != 403 || r.problem.Code != "csrf_failed" {
 		t.Fatalf("POST with the cookie, no CSRF token: %d %s", r.status, r.raw)
 	}
 	r := f.do(t, "POST", "/api/api-keys", map[string]string{"Cookie": cookie, "X-CSRF-Token": csrf}, `{"name":"ci"}`)
@@ -171,21 +116,22 @@ func TestCookieSessionsNeedTheCSRFTokenToChangeState(t *testing.T) {
 
 func TestAKeyMadeInTheDashboardWorksUntilRevoked(t *testing.T) {
 	f := newFixture(t)
-	s := bearerOf(f.signUp(t, "keys@example.test", "affiliate"))
+	s := bearerOf(t, f.signUp(t, "keys@example.test", "affiliate"))
 	made := f.do(t, "POST", "/api/api-keys", s, `{"name":"reporting"}`)
 	if made.status != 201 {
 		t.Fatalf("create: %d %s", made.status, made.raw)
 	}
-	key := made.body["key"].(string)
-	use := map[string]string{"x-api-key": key}
+	k := decode[createdKey](t, made)
+	key := k.Key
+	use := apiKey(key)
 	if r := f.do(t, "GET", "/api/partner-api/me", use, ""); r.status != 200 {
 		t.Fatalf("using the new key: %d %s", r.status, r.raw)
 	}
 	list := f.do(t, "GET", "/api/api-keys", s, "")
-	if strings.Contains(list.raw, key) || !strings.Contains(list.raw, made.body["prefix"].(string)) {
+	if strings.Contains(list.raw, key) || !strings.Contains(list.raw, k.Prefix) {
 		t.Fatalf("the list must show the prefix, never the key: %s", list.raw)
 	}
-	if r := f.do(t, "DELETE", "/api/api-keys/"+made.body["id"].(string), s, ""); r.status != 204 {
+	if r := f.do(t, "DELETE", "/api/api-keys/"+k.ID, s, ""); r.status != 204 {
 		t.Fatalf("revoke: %d %s", r.status, r.raw)
 	}
 	if r := f.do(t, "GET", "/api/partner-api/me", use, ""); r.status != 401 {
@@ -194,32 +140,33 @@ func TestAKeyMadeInTheDashboardWorksUntilRevoked(t *testing.T) {
 }
 
 func TestAKeyNameIsFreeTextWithoutControlCharacters(t *testing.T) {
-	f := newFixture(t)
-	s := bearerOf(f.signUp(t, "names@example.test", "advertiser"))
+	f := newFakeFixture(t)
+	s := f.dashboardAs(identity.Advertiser, "owner")
 	for _, name := range []string{`"a\u0007b"`, `"ci\r\nX-Injected: 1"`, `""`, `"` + strings.Repeat("k", 101) + `"`} {
 		r := f.do(t, "POST", "/api/api-keys", s, `{"name":`+name+`}`)
-		if r.status != 400 || r.body["code"] != "validation_failed" || !strings.Contains(r.raw, `"field":"name"`) {
+		if r.status != 400 || r.problem.Code != "validation_failed" || len(r.problem.Errors) != 1 || r.problem.Errors[0].Field != "name" {
 			t.Errorf("name %s: %d %s, want 400 validation_failed on name", name, r.status, r.raw)
 		}
 	}
-	if r := f.do(t, "POST", "/api/api-keys", s, `{"name":"  Reporting – ñ  "}`); r.status != 201 || r.body["name"] != "Reporting – ñ" {
+	if r := f.do(t, "POST", "/api/api-keys", s, `{"name":"  Reporting – ñ  "}`); r.status != 201 || decode[createdKey](t, r).Name != "Reporting – ñ" {
 		t.Fatalf("a plain name: %d %s", r.status, r.raw)
 	}
 }
 
 func TestACompanyNeverSeesOrRevokesAnothersKeys(t *testing.T) {
 	f := newFixture(t)
-	a := bearerOf(f.signUp(t, "a@example.test", "advertiser"))
-	b := bearerOf(f.signUp(t, "b@example.test", "affiliate"))
+	a := bearerOf(t, f.signUp(t, "a@example.test", "advertiser"))
+	b := bearerOf(t, f.signUp(t, "b@example.test", "affiliate"))
 	made := f.do(t, "POST", "/api/api-keys", a, `{"name":"a's key"}`)
-	id := made.body["id"].(string)
+	k := decode[createdKey](t, made)
+	id := k.ID
 	if r := f.do(t, "GET", "/api/api-keys", b, ""); strings.Contains(r.raw, id) {
 		t.Fatalf("b lists a's key: %s", r.raw)
 	}
 	if r := f.do(t, "DELETE", "/api/api-keys/"+id, b, ""); r.status != 404 {
 		t.Fatalf("b revoking a's key: %d %s", r.status, r.raw)
 	}
-	if r := f.do(t, "GET", "/api/partner-api/me", map[string]string{"x-api-key": made.body["key"].(string)}, ""); r.status != 200 {
+	if r := f.do(t, "GET", "/api/partner-api/me", apiKey(k.Key), ""); r.status != 200 {
 		t.Fatalf("a's key stopped working: %d", r.status)
 	}
 }
@@ -227,24 +174,25 @@ func TestACompanyNeverSeesOrRevokesAnothersKeys(t *testing.T) {
 func TestLogoutAndRefresh(t *testing.T) {
 	f := newFixture(t)
 	up := f.signUp(t, "out@example.test", "advertiser")
-	refreshed := f.do(t, "POST", "/api/auth/refresh", nil, `{"refresh_token":"`+up.body["refresh_token"].(string)+`"}`)
-	if refreshed.status != 200 || refreshed.body["refresh_token"] == up.body["refresh_token"] {
+	first := decode[signedIn](t, up).RefreshToken
+	refreshed := f.do(t, "POST", "/api/auth/refresh", nil, `{"refresh_token":"`+first+`"}`)
+	if refreshed.status != 200 || decode[signedIn](t, refreshed).RefreshToken == first {
 		t.Fatalf("refresh: %d %s", refreshed.status, refreshed.raw)
 	}
 	f.skew.Store(int64(time.Minute)) // past the grace for racing refreshes
-	reused := f.do(t, "POST", "/api/auth/refresh", nil, `{"refresh_token":"`+up.body["refresh_token"].(string)+`"}`)
+	reused := f.do(t, "POST", "/api/auth/refresh", nil, `{"refresh_token":"`+first+`"}`)
 	if reused.status != 401 {
 		t.Fatalf("a reused refresh token: %d %s", reused.status, reused.raw)
 	}
 	// Reuse is theft: the whole session is revoked, the fresh tokens included.
-	if r := f.do(t, "GET", "/api/auth/me", bearerOf(refreshed), ""); r.status != 401 {
+	if r := f.do(t, "GET", "/api/auth/me", bearerOf(t, refreshed), ""); r.status != 401 {
 		t.Fatalf("the session survived a reused refresh token: %d", r.status)
 	}
 	other := f.do(t, "POST", "/api/auth/magic-code/verify", nil, `{"email":"out@example.test","code":"`+f.code(t, "out@example.test")+`"}`)
-	if r := f.do(t, "POST", "/api/auth/logout", bearerOf(other), ""); r.status != 204 {
+	if r := f.do(t, "POST", "/api/auth/logout", bearerOf(t, other), ""); r.status != 204 {
 		t.Fatalf("logout: %d %s", r.status, r.raw)
 	}
-	if r := f.do(t, "GET", "/api/auth/me", bearerOf(other), ""); r.status != 401 || r.body["code"] != "session_revoked" {
+	if r := f.do(t, "GET", "/api/auth/me", bearerOf(t, other), ""); r.status != 401 || r.problem.Code != "session_revoked" {
 		t.Fatalf("after logout: %d %s", r.status, r.raw)
 	}
 }
@@ -268,7 +216,7 @@ func TestOAuthSignUpThroughTheRoutes(t *testing.T) {
 	}
 	cookie, _ := cookiesOf(done)
 	me := f.do(t, "GET", "/api/auth/me", map[string]string{"Cookie": cookie}, "")
-	if me.status != 200 || me.body["user"].(map[string]any)["email"] != "gina@example.test" || me.body["company"].(map[string]any)["name"] != "Gina Media" {
+	if who := decode[signedIn](t, me); me.status != 200 || who.User.Email != "gina@example.test" || who.Company.Name != "Gina Media" {
 		t.Fatalf("me after OAuth sign-up: %d %s", me.status, me.raw)
 	}
 	if r := f.do(t, "GET", callback, map[string]string{"Cookie": stateCookie}, ""); !strings.Contains(r.header.Get("Location"), "error=oauth_state") {

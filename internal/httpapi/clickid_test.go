@@ -26,7 +26,7 @@ func TestASignedClickIDConvertsRightAfterTheRedirectWithoutClickHouse(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	code := f.createLink(t, `{"program_id":"`+f.program+`"}`)["code"].(string)
+	code := f.createLink(t, `{"program_id":"`+f.program+`"}`).Code
 	click := func() string {
 		t.Helper()
 		r := f.do(t, "GET", "/c/"+code, nil, "")
@@ -36,18 +36,18 @@ func TestASignedClickIDConvertsRightAfterTheRedirectWithoutClickHouse(t *testing
 		}
 		return loc.Query().Get("ps_click_id")
 	}
-	adv := map[string]string{"x-api-key": f.adv}
+	adv := apiKey(f.adv)
 	if r := f.do(t, "POST", "/api/v1/conversions", adv, `{"click_id":"`+click()+`","external_id":"api","amount":"10"}`); r.status != 201 {
 		t.Fatalf("POST /api/v1/conversions right after the redirect: %d %s", r.status, r.raw)
 	}
 	if r := f.do(t, "POST", "/api/conversions", f.dashboardAs(t, identity.Advertiser, "admin"), `{"click_id":"`+click()+`","external_id":"dashboard","amount":"10"}`); r.status != 201 {
 		t.Fatalf("POST /api/conversions right after the redirect: %d %s", r.status, r.raw)
 	}
-	if r := f.do(t, "GET", "/postback?token="+token+"&click_id="+click()+"&external_id=pb&amount=1", nil, ""); r.status != 200 || r.body["created"] != true {
+	if r := f.do(t, "GET", "/postback?token="+token+"&click_id="+click()+"&external_id=pb&amount=1", nil, ""); r.status != 200 || !decode[postbackAnswer](t, r).Created {
 		t.Fatalf("GET /postback right after the redirect: %d %s", r.status, r.raw)
 	}
 	form := url.Values{"token": {token}, "click_id": {click()}, "external_id": {"pb-form"}, "amount": {"1"}}.Encode()
-	if r := f.do(t, "POST", "/postback", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, form); r.status != 200 || r.body["created"] != true {
+	if r := f.do(t, "POST", "/postback", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, form); r.status != 200 || !decode[postbackAnswer](t, r).Created {
 		t.Fatalf("POST /postback right after the redirect: %d %s", r.status, r.raw)
 	}
 
@@ -64,18 +64,18 @@ func TestASignedClickIDConvertsRightAfterTheRedirectWithoutClickHouse(t *testing
 	forged, _ := forger.Mint(linkID, timeOf(t, f.clickIDs, good))
 	unknown, _ := f.clickIDs.Mint(ids.New(ids.Link), timeOf(t, f.clickIDs, good))
 	altered := good[:30] + string(ids.Alphabet[(strings.IndexByte(ids.Alphabet, good[30])+1)%32]) + good[31:]
-	var detail any
+	var detail string
 	for name, c := range map[string]struct{ key, id string }{
 		"forged":               {f.adv, forged},
 		"altered":              {f.adv, altered},
 		"another advertiser's": {rivalKey, good},
 		"of an unknown link":   {f.adv, unknown},
 	} {
-		r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": c.key}, `{"click_id":"`+c.id+`","external_id":"x"}`)
-		if detail == nil {
-			detail = r.body["detail"]
+		r := f.do(t, "POST", "/api/v1/conversions", apiKey(c.key), `{"click_id":"`+c.id+`","external_id":"x"}`)
+		if detail == "" {
+			detail = r.problem.Detail
 		}
-		if r.status != 422 || r.body["code"] != "unknown_click" || r.body["detail"] != detail || r.header.Get("Retry-After") != "" {
+		if r.status != 422 || r.problem.Code != "unknown_click" || r.problem.Detail != detail || r.header.Get("Retry-After") != "" {
 			t.Errorf("%s click id: %d %s, want 422 unknown_click %q like the others", name, r.status, r.raw, detail)
 		}
 	}

@@ -14,7 +14,7 @@ func TestACursorOfInvalidTextIsRefusedOnEveryList(t *testing.T) {
 	svc := programs.NewService(f.db, programs.Options{})
 	f.srv.MountPrograms(svc)
 	f.srv.MountPartnerships(svc)
-	adv, aff := map[string]string{"x-api-key": f.adv}, map[string]string{"x-api-key": f.aff}
+	adv, aff := apiKey(f.adv), apiKey(f.aff)
 	advSession := f.dashboardAs(t, identity.Advertiser, "owner")
 	routes := []struct {
 		path    string
@@ -29,7 +29,7 @@ func TestACursorOfInvalidTextIsRefusedOnEveryList(t *testing.T) {
 	for _, r := range routes {
 		for _, cursor := range []string{"garbage", "__8", "_w", "YQBi"} {
 			got := f.do(t, "GET", r.path+"?cursor="+cursor, r.headers, "")
-			if got.status != 400 || got.body["code"] != "invalid_cursor" {
+			if got.status != 400 || got.problem.Code != "invalid_cursor" {
 				t.Errorf("GET %s?cursor=%s = %d %s, want 400 invalid_cursor", r.path, cursor, got.status, got.raw)
 			}
 		}

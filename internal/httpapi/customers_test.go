@@ -10,6 +10,12 @@ import (
 	"github.com/partnerstream/partnerstream/internal/programs"
 )
 
+// couponCode is a coupon code answer.
+type couponCode struct {
+	Code          string `json:"code"`
+	PartnershipID string `json:"partnership_id"`
+}
+
 // Coupon codes through both API families, and conversions attributed by a code and by a
 // customer, checked against the OpenAPI document as every response of f.do is.
 func TestCouponCodesAndCustomersOverHTTP(t *testing.T) {
@@ -23,12 +29,12 @@ func TestCouponCodesAndCustomersOverHTTP(t *testing.T) {
 	if _, err := f.db.Exec(ctx, `UPDATE programs SET recurring_months = 12 WHERE id = $1`, f.program); err != nil {
 		t.Fatal(err)
 	}
-	adv, aff := map[string]string{"x-api-key": f.adv}, map[string]string{"x-api-key": f.aff}
+	adv, aff := apiKey(f.adv), apiKey(f.aff)
 	_, rivalKey := f.company(t, identity.Advertiser)
-	rival := map[string]string{"x-api-key": rivalKey}
+	rival := apiKey(rivalKey)
 
 	codes := "/api/v1/partnerships/" + ptn + "/coupon-codes"
-	if r := f.do(t, "POST", codes, adv, `{"code": "Pod-20"}`); r.status != 201 || r.body["code"] != "Pod-20" || r.body["partnership_id"] != ptn {
+	if r := f.do(t, "POST", codes, adv, `{"code": "Pod-20"}`); r.status != 201 || decode[couponCode](t, r) != (couponCode{"Pod-20", ptn}) {
 		t.Fatalf("create: %d %s", r.status, r.raw)
 	}
 	for name, c := range map[string]struct {
@@ -44,7 +50,7 @@ func TestCouponCodesAndCustomersOverHTTP(t *testing.T) {
 		"another advertiser's partnership": {rival, codes, `{"code": "MINE"}`, 404, "not_found"},
 		"a dashboard member":               {f.dashboardAs(t, "advertiser", "member"), "/api/partnerships/" + ptn + "/coupon-codes", `{"code": "MINE"}`, 403, "forbidden"},
 	} {
-		if r := f.do(t, "POST", c.path, c.headers, c.body); r.status != c.status || r.body["code"] != c.code {
+		if r := f.do(t, "POST", c.path, c.headers, c.body); r.status != c.status || r.problem.Code != c.code {
 			t.Errorf("%s: %d %s, want %d %s", name, r.status, r.raw, c.status, c.code)
 		}
 	}
@@ -52,11 +58,11 @@ func TestCouponCodesAndCustomersOverHTTP(t *testing.T) {
 		t.Fatalf("dashboard create: %d %s", r.status, r.raw)
 	}
 	for name, h := range map[string]map[string]string{"advertiser key": adv, "affiliate key": aff} {
-		if r := f.do(t, "GET", codes, h, ""); r.status != 200 || len(r.body["data"].([]any)) != 2 {
+		if r := f.do(t, "GET", codes, h, ""); r.status != 200 || len(decode[list[couponCode]](t, r).Data) != 2 {
 			t.Errorf("%s lists %d %s", name, r.status, r.raw)
 		}
 	}
-	if r := f.do(t, "GET", "/api/partnerships/"+ptn+"/coupon-codes", f.dashboardAs(t, "affiliate", "owner"), ""); r.status != 200 || len(r.body["data"].([]any)) != 2 {
+	if r := f.do(t, "GET", "/api/partnerships/"+ptn+"/coupon-codes", f.dashboardAs(t, "affiliate", "owner"), ""); r.status != 200 || len(decode[list[couponCode]](t, r).Data) != 2 {
 		t.Errorf("the affiliate's dashboard lists %d %s", r.status, r.raw)
 	}
 	if r := f.do(t, "GET", codes, rival, ""); r.status != 404 {
@@ -66,18 +72,18 @@ func TestCouponCodesAndCustomersOverHTTP(t *testing.T) {
 	t0 := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	coupon := f.do(t, "POST", "/api/v1/conversions", adv, fmt.Sprintf(`{"coupon_code": "pod-20", "customer_id": "cus-1",
 		"external_id": "sub-1", "amount": "10.00", "occurred_at": %q}`, t0.Format(time.RFC3339)))
-	if coupon.status != 201 || coupon.body["attribution"] != "coupon" || coupon.body["coupon_code"] != "Pod-20" ||
-		coupon.body["customer_id"] != "cus-1" || coupon.body["click_id"] != nil || coupon.body["clicked_at"] != nil ||
-		commissionOf(coupon.body)["amount"] != "1.00" {
+	if c := decode[conversion](t, coupon); coupon.status != 201 || c.Attribution != "coupon" || c.CouponCode == nil || *c.CouponCode != "Pod-20" ||
+		c.CustomerID != "cus-1" || c.ClickID != nil || c.ClickedAt != nil || c.Commission.Amount != "1.00" {
 		t.Fatalf("coupon order: %d %s", coupon.status, coupon.raw)
 	}
 	renewal := f.do(t, "POST", "/api/v1/conversions", adv, fmt.Sprintf(`{"customer_id": "cus-1", "type": "renewal",
 		"external_id": "sub-2", "amount": "10.00", "occurred_at": %q}`, t0.Add(time.Minute).Format(time.RFC3339)))
-	if renewal.status != 201 || renewal.body["attribution"] != "customer" || renewal.body["coupon_code"] != nil ||
-		renewal.body["affiliate_id"] != f.affID || commissionOf(renewal.body)["amount"] != "1.00" {
+	renewed := decode[conversion](t, renewal)
+	if renewal.status != 201 || renewed.Attribution != "customer" || renewed.CouponCode != nil ||
+		renewed.AffiliateID != f.affID || renewed.Commission.Amount != "1.00" {
 		t.Fatalf("renewal: %d %s", renewal.status, renewal.raw)
 	}
-	if r := f.do(t, "GET", "/api/v1/conversions/"+renewal.body["id"].(string), aff, ""); r.status != 200 || r.body["attribution"] != "customer" {
+	if r := f.do(t, "GET", "/api/v1/conversions/"+renewed.ID, aff, ""); r.status != 200 || decode[conversion](t, r).Attribution != "customer" {
 		t.Fatalf("the affiliate reads: %d %s", r.status, r.raw)
 	}
 	for name, c := range map[string]struct {
@@ -91,15 +97,15 @@ func TestCouponCodesAndCustomersOverHTTP(t *testing.T) {
 		"an unknown customer":              {adv, `{"customer_id": "nobody", "external_id": "r-3"}`, 422, "unknown_customer"},
 		"neither click, code nor customer": {adv, `{"external_id": "r-4"}`, 400, "validation_failed"},
 	} {
-		if r := f.do(t, "POST", "/api/v1/conversions", c.headers, c.body); r.status != c.status || r.body["code"] != c.code {
+		if r := f.do(t, "POST", "/api/v1/conversions", c.headers, c.body); r.status != c.status || r.problem.Code != c.code {
 			t.Errorf("%s: %d %s, want %d %s", name, r.status, r.raw, c.status, c.code)
 		}
 	}
 
 	// The postback URL takes the code and the customer too.
 	tok := f.do(t, "POST", "/api/programs/"+f.program+"/postback-token", f.dashboardAs(t, "advertiser", "owner"), "")
-	r := f.do(t, "GET", "/postback?token="+tok.body["token"].(string)+"&coupon_code=NEWS&customer_id=cus-2&external_id=pb-1&amount=5", nil, "")
-	if r.status != 200 || r.body["attribution"] != "coupon" || r.body["created"] != true {
+	r := f.do(t, "GET", "/postback?token="+decode[postbackToken](t, tok).Token+"&coupon_code=NEWS&customer_id=cus-2&external_id=pb-1&amount=5", nil, "")
+	if a := decode[postbackAnswer](t, r); r.status != 200 || a.Attribution != "coupon" || !a.Created {
 		t.Fatalf("postback with a code: %d %s", r.status, r.raw)
 	}
 }

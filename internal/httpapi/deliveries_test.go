@@ -34,13 +34,9 @@ type deliveryFixture struct {
 func newDeliveryFixture(t *testing.T) *deliveryFixture {
 	t.Helper()
 	f := &deliveryFixture{webhookFixture: newWebhookFixture(t), receiver: newReceiver(t)}
-	f.mount(httpapi.DeliveriesOptions{Client: loopbackOnly(f.receiver.addr)})
+	f.srv.MountDeliveries(delivery.NewHistory(f.db, nil), webhooks.NewService(kube.Client, webhooks.Options{Namespace: f.ns}),
+		httpapi.DeliveriesOptions{Client: loopbackOnly(f.receiver.addr)})
 	return f
-}
-
-// mount adds the delivery routes to the fixture's server.
-func (f *deliveryFixture) mount(o httpapi.DeliveriesOptions) {
-	f.srv.MountDeliveries(delivery.NewHistory(f.db, nil), webhooks.NewService(kube.Client, webhooks.Options{Namespace: f.ns}), o)
 }
 
 // loopbackOnly is a client that connects to the test receiver and refuses every other
@@ -126,24 +122,28 @@ func (f *deliveryFixture) stored(t *testing.T, company, kind, target, status, ev
 	return id
 }
 
-func dataIDs(t *testing.T, r response) []string {
-	t.Helper()
-	if r.status != 200 {
-		t.Fatalf("list = %d %s", r.status, r.raw)
-	}
-	out := []string{}
-	for _, d := range r.body["data"].([]any) {
-		out = append(out, d.(map[string]any)["id"].(string))
-	}
-	return out
+// deliveryAnswer is a delivery answer; a pointer tells a missing field (or null) from an
+// empty one.
+type deliveryAnswer struct {
+	ID            string  `json:"id"`
+	Status        string  `json:"status"`
+	NextTrigger   string  `json:"next_trigger"`
+	NextAttemptAt *string `json:"next_attempt_at"`
+	AttemptCount  int     `json:"attempt_count"`
+	Attempts      []struct {
+		N               int    `json:"n"`
+		StatusCode      *int   `json:"status_code"`
+		Error           string `json:"error"`
+		Trigger         string `json:"trigger"`
+		DurationMS      int    `json:"duration_ms"`
+		ResponseExcerpt string `json:"response_excerpt"`
+	} `json:"attempts"`
 }
 
 var day = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
 func TestDeliveryRoutesAreDocumented(t *testing.T) {
-	f := newBareFixture(t)
-	f.srv.MountDeliveries(nil, nil, httpapi.DeliveriesOptions{})
-	assertAreaDocumented(t, f, "openapi/31-deliveries.yaml")
+	assertAreaDocumented(t, func(s *httpapi.Server) { s.MountDeliveries(nil, nil, httpapi.DeliveriesOptions{}) }, "openapi/31-deliveries.yaml")
 }
 
 func TestWebhookDeliveryHistoryIsTheCompanysOnlyWithFiltersAndPages(t *testing.T) {
@@ -170,7 +170,7 @@ func TestWebhookDeliveryHistoryIsTheCompanysOnlyWithFiltersAndPages(t *testing.T
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := dataIDs(t, f.do(t, "GET", path+c.query, f.adv, "")); !slices.Equal(got, c.want) {
+			if got := idsOf(t, f.do(t, "GET", path+c.query, f.adv, "")); !slices.Equal(got, c.want) {
 				t.Fatalf("got %v, want %v", got, c.want)
 			}
 		})
@@ -178,24 +178,28 @@ func TestWebhookDeliveryHistoryIsTheCompanysOnlyWithFiltersAndPages(t *testing.T
 
 	t.Run("pages", func(t *testing.T) {
 		first := f.do(t, "GET", path+"?limit=2", f.adv, "")
-		next, _ := first.body["next_cursor"].(string)
+		next := decode[list[resource]](t, first).NextCursor
 		second := f.do(t, "GET", path+"?limit=2&cursor="+next, f.adv, "")
-		if got := append(dataIDs(t, first), dataIDs(t, second)...); !slices.Equal(got, []string{pending, ok, failed}) || second.body["next_cursor"] != "" {
+		if got := append(idsOf(t, first), idsOf(t, second)...); !slices.Equal(got, []string{pending, ok, failed}) || decode[list[resource]](t, second).NextCursor != "" {
 			t.Fatalf("pages %v then %s", got, second.raw)
 		}
 	})
 
 	t.Run("attempts", func(t *testing.T) {
 		r := f.do(t, "GET", path+"?status=failed", f.adv, "")
-		d := r.body["data"].([]any)[0].(map[string]any)
-		attempts := d["attempts"].([]any)
-		if d["attempt_count"] != 4.0 || len(attempts) != 4 || d["next_attempt_at"] != nil {
+		data := decode[list[deliveryAnswer]](t, r).Data
+		if len(data) == 0 {
+			t.Fatalf("no failed delivery: %s", r.raw)
+		}
+		d := data[0]
+		attempts := d.Attempts
+		if d.AttemptCount != 4 || len(attempts) != 4 || d.NextAttemptAt != nil {
 			t.Fatalf("delivery %s", r.raw)
 		}
-		second := attempts[1].(map[string]any)
-		if second["n"] != 2.0 || second["status_code"] != nil || second["error"] != "connection refused" || second["trigger"] != "scheduled" ||
-			second["duration_ms"] != 40.0 || second["response_excerpt"] != "busy" || attempts[2].(map[string]any)["status_code"] != 503.0 {
-			t.Fatalf("attempts %v", attempts)
+		second := attempts[1]
+		if second.N != 2 || second.StatusCode != nil || second.Error != "connection refused" || second.Trigger != "scheduled" ||
+			second.DurationMS != 40 || second.ResponseExcerpt != "busy" || attempts[2].StatusCode == nil || *attempts[2].StatusCode != 503 {
+			t.Fatalf("attempts %s", r.raw)
 		}
 	})
 
@@ -217,7 +221,7 @@ func TestWebhookDeliveryHistoryIsTheCompanysOnlyWithFiltersAndPages(t *testing.T
 	for _, c := range refused {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.do(t, "GET", path+c.query, c.who, "")
-			if r.status != c.status || r.body["code"] != c.code || !strings.Contains(r.raw, c.message) {
+			if r.status != c.status || r.problem.Code != c.code || !strings.Contains(r.raw, c.message) {
 				t.Fatalf("= %d %s, want %d %s %q", r.status, r.raw, c.status, c.code, c.message)
 			}
 		})
@@ -229,10 +233,10 @@ func TestPostbackDeliveryHistoryIsTheCompanysOnly(t *testing.T) {
 	mine := f.stored(t, f.advID, "postback", f.advID, "succeeded", events.CommissionStatusChanged, day, 200)
 	theirs := f.stored(t, f.affID, "postback", f.affID, "failed", events.CommissionStatusChanged, day, 500)
 	f.stored(t, f.advID, "webhook", ids.New(ids.Webhook), "failed", events.CommissionStatusChanged, day)
-	if got := dataIDs(t, f.do(t, "GET", "/api/postbacks/deliveries", f.adv, "")); !slices.Equal(got, []string{mine}) {
+	if got := idsOf(t, f.do(t, "GET", "/api/postbacks/deliveries", f.adv, "")); !slices.Equal(got, []string{mine}) {
 		t.Fatalf("the advertiser sees %v, want only %s", got, mine)
 	}
-	if got := dataIDs(t, f.do(t, "GET", "/api/postbacks/deliveries?status=failed", f.aff, "")); !slices.Equal(got, []string{theirs}) {
+	if got := idsOf(t, f.do(t, "GET", "/api/postbacks/deliveries?status=failed", f.aff, "")); !slices.Equal(got, []string{theirs}) {
 		t.Fatalf("the affiliate sees %v, want only %s", got, theirs)
 	}
 	if r := f.do(t, "GET", "/api/postbacks/deliveries?status=done", f.adv, ""); r.status != 400 {
@@ -262,21 +266,21 @@ func TestReplayQueuesOneFailedDeliveryOfTheCompany(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.do(t, "POST", "/api/webhooks/"+c.id+"/replay", c.who, "")
-			if r.status != c.status || r.body["code"] != c.code {
+			if r.status != c.status || r.problem.Code != c.code {
 				t.Fatalf("= %d %s, want %d %s", r.status, r.raw, c.status, c.code)
 			}
-			if c.reason != "" && (r.body["delivery_status"] != c.reason || !strings.Contains(r.raw, `"replayable_statuses":["failed"]`)) {
+			if c.reason != "" && (r.problem.DeliveryStatus != c.reason || !strings.Contains(r.raw, `"replayable_statuses":["failed"]`)) {
 				t.Fatalf("the conflict does not say why: %s", r.raw)
 			}
 		})
 	}
 
 	r := f.do(t, "POST", "/api/webhooks/"+failed+"/replay", f.adv, "")
-	if r.status != 202 || r.body["id"] != failed || r.body["status"] != "pending" || r.body["next_trigger"] != "manual" ||
-		r.body["next_attempt_at"] == nil || len(r.body["attempts"].([]any)) != 4 {
+	if d := decode[deliveryAnswer](t, r); r.status != 202 || d.ID != failed || d.Status != "pending" || d.NextTrigger != "manual" ||
+		d.NextAttemptAt == nil || len(d.Attempts) != 4 {
 		t.Fatalf("replay = %d %s", r.status, r.raw)
 	}
-	if again := f.do(t, "POST", "/api/webhooks/"+failed+"/replay", f.adv, ""); again.status != 409 || again.body["delivery_status"] != "pending" {
+	if again := f.do(t, "POST", "/api/webhooks/"+failed+"/replay", f.adv, ""); again.status != 409 || again.problem.DeliveryStatus != "pending" {
 		t.Fatalf("a second replay before its attempt = %d %s", again.status, again.raw)
 	}
 }
@@ -296,7 +300,7 @@ func TestRetryFailedQueuesTheCompanysFailedDeliveriesAndCountsThem(t *testing.T)
 	cases := []struct {
 		name, body string
 		status     int
-		queued     float64
+		queued     int
 	}{
 		{"one webhook in a range", `{"webhook_id": "` + wh + `", "from": "2026-03-02", "to": "2026-03-03T00:00:00Z"}`, 200, 1},
 		{"another company's webhook is not found", `{"webhook_id": "` + theirs + `"}`, 404, 0},
@@ -309,7 +313,7 @@ func TestRetryFailedQueuesTheCompanysFailedDeliveriesAndCountsThem(t *testing.T)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.do(t, "POST", "/api/webhooks/retry-failed", f.adv, c.body)
-			if r.status != c.status || (c.status == 200 && r.body["queued"] != c.queued) {
+			if r.status != c.status || (c.status == 200 && decode[struct{ Queued int }](t, r).Queued != c.queued) {
 				t.Fatalf("= %d %s, want %d queued %v", r.status, r.raw, c.status, c.queued)
 			}
 		})
@@ -434,6 +438,10 @@ func TestTheTestEndpointSignsASampleAsADeliveryWould(t *testing.T) {
 func TestTheTestEndpointSignsWithTheWebhooksSecretsAndSendsToIt(t *testing.T) {
 	f := newDeliveryFixture(t)
 	wh, secret := f.create(t, f.adv, `{"url": "http://`+f.receiver.addr+`/hooks", "events": ["conversion.created"]}`)
+	// Another company cannot have a sample signed with this webhook's secrets.
+	if r := f.do(t, "POST", "/api/v1/webhooks/test", f.affKey, `{"webhook_id": "`+wh+`"}`); r.status != 404 || !strings.Contains(r.raw, "no such webhook") {
+		t.Fatalf("another company's webhook = %d %s", r.status, r.raw)
+	}
 	s := f.sample(t, f.advKey, `{"webhook_id": "`+wh+`"}`)
 	verify(t, secret, []byte(s.Body), s.Headers)
 	if s.Secret != "" || s.Sent != nil || len(f.receiver.requests()) != 0 {
@@ -447,7 +455,7 @@ func TestTheTestEndpointSignsWithTheWebhooksSecretsAndSendsToIt(t *testing.T) {
 	}
 	s = f.sample(t, f.advKey, `{"webhook_id": "`+wh+`", "send": true}`)
 	verify(t, secret, []byte(s.Body), s.Headers)
-	verify(t, rot.body["secret"].(string), []byte(s.Body), s.Headers)
+	verify(t, str(decode[webhook](t, rot).Secret), []byte(s.Body), s.Headers)
 	if s.Sent == nil || !s.Sent.Success || s.Sent.StatusCode == nil || *s.Sent.StatusCode != 204 {
 		t.Fatalf("sent %+v", s.Sent)
 	}
@@ -462,7 +470,7 @@ func TestTheTestEndpointSignsWithTheWebhooksSecretsAndSendsToIt(t *testing.T) {
 			t.Errorf("the receiver's %s is %q, the answer's %q", k, headers[k], s.Headers[k])
 		}
 	}
-	verify(t, rot.body["secret"].(string), got[0].body, headers)
+	verify(t, str(decode[webhook](t, rot).Secret), got[0].body, headers)
 	// It is one delivery attempt (delivery.Sender, tested there), down to the User-Agent.
 	if ua := got[0].header.Get("User-Agent"); !strings.HasPrefix(ua, "PartnerStream-Webhooks/") {
 		t.Errorf("the test send's User-Agent is %q, want a delivery's", ua)
@@ -485,9 +493,29 @@ func TestTheTestEndpointSignsWithTheWebhooksSecretsAndSendsToIt(t *testing.T) {
 	})
 }
 
+// fakeTargets signs deliveries to its webhooks (id to company); others are not found.
+type fakeTargets map[string]string
+
+func (w fakeTargets) Get(_ context.Context, companyID, id string) (webhooks.Webhook, error) {
+	if w[id] != companyID {
+		return webhooks.Webhook{}, webhooks.ErrNotFound
+	}
+	return webhooks.Webhook{ID: id, CompanyID: companyID, URL: "https://receiver.example/hooks", Ready: true}, nil
+}
+
+func (w fakeTargets) SigningTarget(_ context.Context, companyID, id string, _ time.Time) (signing.Target, error) {
+	if w[id] != companyID {
+		return signing.Target{}, webhooks.ErrNotFound
+	}
+	key, err := signing.Key(signing.NewSecret())
+	return signing.Target{ID: id, URL: "https://receiver.example/hooks", Secrets: []signing.HMACKey{{Key: key}}}, err
+}
+
 func TestTheTestEndpointRefusesWhatItCannotDo(t *testing.T) {
-	f := newDeliveryFixture(t)
-	theirs, _ := f.create(t, f.aff, orderHook)
+	f := newFakeFixture(t)
+	mine, theirs := ids.New(ids.Webhook), ids.New(ids.Webhook)
+	f.srv.MountDeliveries(nil, fakeTargets{mine: f.advID, theirs: f.affID}, httpapi.DeliveriesOptions{})
+	advKey := apiKey(f.adv)
 	cases := []struct {
 		name, body string
 		status     int
@@ -502,7 +530,7 @@ func TestTheTestEndpointRefusesWhatItCannotDo(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := f.do(t, "POST", "/api/v1/webhooks/test", f.advKey, c.body)
+			r := f.do(t, "POST", "/api/v1/webhooks/test", advKey, c.body)
 			if r.status != c.status || !strings.Contains(r.raw, c.message) {
 				t.Fatalf("= %d %s, want %d %q", r.status, r.raw, c.status, c.message)
 			}
@@ -513,10 +541,7 @@ func TestTheTestEndpointRefusesWhatItCannotDo(t *testing.T) {
 	}
 
 	t.Run("sending without a guarded client is unavailable", func(t *testing.T) {
-		g := &deliveryFixture{webhookFixture: newWebhookFixture(t)}
-		g.mount(httpapi.DeliveriesOptions{})
-		wh, _ := g.create(t, g.adv, orderHook)
-		if r := g.do(t, "POST", "/api/v1/webhooks/test", g.advKey, `{"webhook_id": "`+wh+`", "send": true}`); r.status != 503 || r.body["code"] != "sending_unavailable" {
+		if r := f.do(t, "POST", "/api/v1/webhooks/test", advKey, `{"webhook_id": "`+mine+`", "send": true}`); r.status != 503 || r.problem.Code != "sending_unavailable" {
 			t.Fatalf("= %d %s", r.status, r.raw)
 		}
 	})

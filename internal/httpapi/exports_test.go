@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -10,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/stats"
-	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 )
 
 // exportsFixture is the conversions fixture with the exports mounted.
@@ -58,11 +57,11 @@ func column(t *testing.T, recs [][]string, name string) []string {
 
 func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *testing.T) {
 	f := newExportsFixture(t)
-	adv := map[string]string{"x-api-key": f.adv}
+	adv := apiKey(f.adv)
 	first := f.register(t, "=HYPERLINK(\"https://evil.example\",\"x\")", "42.50")
 	f.register(t, "order,\"2\"", "10.00")
 	third := f.register(t, "-1+2", "0.05")
-	if r := f.do(t, "POST", "/api/v1/conversions/"+third["id"].(string)+"/approve", adv, ""); r.status != 200 {
+	if r := f.do(t, "POST", "/api/v1/conversions/"+third.ID+"/approve", adv, ""); r.status != 200 {
 		t.Fatalf("approve: %d %s", r.status, r.raw)
 	}
 
@@ -76,13 +75,13 @@ func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *t
 	if got := column(t, recs, "commission_amount"); strings.Join(got, "|") != "0.01|1.00|4.25" {
 		t.Errorf("commissions: %q", got)
 	}
-	if recs[3][0] != first["id"] {
-		t.Errorf("the oldest row is %q, want %v", recs[3][0], first["id"])
+	if recs[3][0] != first.ID {
+		t.Errorf("the oldest row is %q, want %v", recs[3][0], first.ID)
 	}
 
 	// The list's filters, in the dashboard too.
 	recs = csvOf(t, f.do(t, "GET", "/api/conversions.csv?status=approved", f.dashboardAs(t, identity.Advertiser, "owner"), ""))
-	if got := column(t, recs, "id"); len(got) != 1 || got[0] != third["id"] {
+	if got := column(t, recs, "id"); len(got) != 1 || got[0] != third.ID {
 		t.Errorf("status=approved exported %q", got)
 	}
 	future := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
@@ -91,7 +90,7 @@ func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *t
 	}
 
 	// Commissions from the partner API: the affiliate's own.
-	recs = csvOf(t, f.do(t, "GET", "/api/partner-api/commissions.csv?status=pending", map[string]string{"x-api-key": f.aff}, ""))
+	recs = csvOf(t, f.do(t, "GET", "/api/partner-api/commissions.csv?status=pending", apiKey(f.aff), ""))
 	if got := column(t, recs, "amount"); strings.Join(got, "|") != "1.00|4.25" {
 		t.Errorf("the affiliate's pending commissions: %q", got)
 	}
@@ -100,10 +99,10 @@ func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *t
 	for _, path := range []string{"/api/v1/conversions.csv?status=won", "/api/v1/commissions.csv?program_id=nope", "/api/partner-api/commissions.csv?from=yesterday"} {
 		key := adv
 		if strings.Contains(path, "partner-api") {
-			key = map[string]string{"x-api-key": f.aff}
+			key = apiKey(f.aff)
 		}
 		r := f.do(t, "GET", path, key, "")
-		if r.status != 400 || r.body["code"] != "validation_failed" || !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
+		if r.status != 400 || r.problem.Code != "validation_failed" || !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
 			t.Errorf("%s: %d %s %s, want a 400 problem", path, r.status, r.header.Get("Content-Type"), r.raw)
 		}
 	}
@@ -115,7 +114,7 @@ func TestExportsHoldOnlyTheCallersRows(t *testing.T) {
 	otherID, otherKey := f.company(t, identity.Advertiser)
 	otherProgram := f.newProgram(t, otherID, "EUR")
 	clk := f.clicks(t, otherProgram, time.Now().Add(-time.Hour), 1)[0]
-	if r := f.do(t, "POST", "/api/v1/conversions", map[string]string{"x-api-key": otherKey},
+	if r := f.do(t, "POST", "/api/v1/conversions", apiKey(otherKey),
 		fmt.Sprintf(`{"click_id": %q, "external_id": "theirs", "amount": "5.00"}`, clk)); r.status != 201 {
 		t.Fatalf("the other advertiser's conversion: %d %s", r.status, r.raw)
 	}
@@ -131,7 +130,7 @@ func TestExportsHoldOnlyTheCallersRows(t *testing.T) {
 		{strangerKey, "/api/v1/payouts.csv", "0 rows"},
 		{strangerKey, "/api/v1/stats.csv?group_by=program", "0 rows"},
 	} {
-		recs := csvOf(t, f.do(t, "GET", c.path, map[string]string{"x-api-key": c.key}, ""))
+		recs := csvOf(t, f.do(t, "GET", c.path, apiKey(c.key), ""))
 		got := fmt.Sprintf("%d rows", len(recs)-1)
 		if strings.HasSuffix(c.path, "conversions.csv") {
 			got = strings.Join(column(t, recs, "external_id"), " ")
@@ -147,7 +146,7 @@ func TestThePayoutExportIsOneMassPaymentRowPerAffiliateAndCurrency(t *testing.T)
 	ctx := context.Background()
 	for i, amount := range []string{"100.00", "20.00", "3.00"} {
 		c := f.register(t, fmt.Sprintf("order-%d", i), amount)
-		if _, err := f.svc.ChangeStatus(ctx, f.advID, c["id"].(string), conversions.Approved, ""); err != nil {
+		if _, err := f.svc.ChangeStatus(ctx, f.advID, c.ID, conversions.Approved, ""); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
@@ -177,14 +176,14 @@ func TestThePayoutExportIsOneMassPaymentRowPerAffiliateAndCurrency(t *testing.T)
 		t.Errorf("row %q", row)
 	}
 	// The affiliate reads its own totals from the partner API.
-	recs = csvOf(t, f.do(t, "GET", "/api/partner-api/payouts.csv", map[string]string{"x-api-key": f.aff}, ""))
+	recs = csvOf(t, f.do(t, "GET", "/api/partner-api/payouts.csv", apiKey(f.aff), ""))
 	if len(recs) != 2 || recs[1][1] != "12.30" {
 		t.Errorf("the affiliate's totals: %q", recs)
 	}
-	if recs := csvOf(t, f.do(t, "GET", "/api/v1/payouts.csv?status=paid", map[string]string{"x-api-key": f.adv}, "")); len(recs) != 1 {
+	if recs := csvOf(t, f.do(t, "GET", "/api/v1/payouts.csv?status=paid", apiKey(f.adv), "")); len(recs) != 1 {
 		t.Errorf("no paid payout: %q", recs)
 	}
-	if r := f.do(t, "GET", "/api/v1/payouts.csv?status=due", map[string]string{"x-api-key": f.adv}, ""); r.status != 400 {
+	if r := f.do(t, "GET", "/api/v1/payouts.csv?status=due", apiKey(f.adv), ""); r.status != 400 {
 		t.Errorf("a bad status: %d %s", r.status, r.raw)
 	}
 }
@@ -193,7 +192,7 @@ func TestTheStatsExportTakesEveryGrouping(t *testing.T) {
 	f := newExportsFixture(t)
 	yesterday := time.Now().UTC().AddDate(0, 0, -1)
 	f.clicks(t, f.program, yesterday, 3)
-	adv := map[string]string{"x-api-key": f.adv}
+	adv := apiKey(f.adv)
 	day := yesterday.Format(time.DateOnly)
 	recs := csvOf(t, f.do(t, "GET", "/api/v1/stats.csv?from="+day, adv, ""))
 	if strings.Join(recs[0], ",") != "day,currency,clicks,unique_clicks,conversions,pending,approved,rejected,paid,reversed,sale_amount,commission,epc,conversion_rate" ||
@@ -213,25 +212,26 @@ func TestTheStatsExportTakesEveryGrouping(t *testing.T) {
 			t.Errorf("by %s: %q", g, recs)
 		}
 	}
-	if recs := csvOf(t, f.do(t, "GET", "/api/partner-api/stats.csv?group_by=program&from="+day, map[string]string{"x-api-key": f.aff}, "")); len(recs) != 2 || recs[1][0] != f.program {
+	if recs := csvOf(t, f.do(t, "GET", "/api/partner-api/stats.csv?group_by=program&from="+day, apiKey(f.aff), "")); len(recs) != 2 || recs[1][0] != f.program {
 		t.Errorf("the affiliate's programs: %q", recs)
 	}
 	for _, q := range []string{"group_by=week", "from=2026-13-01", "currency=eur", "from=9999-12-01&to=9999-12-31", "from=1969-12-31&to=1970-01-31"} {
-		if r := f.do(t, "GET", "/api/v1/stats.csv?"+q, adv, ""); r.status != 400 || r.body["code"] != "validation_failed" {
+		if r := f.do(t, "GET", "/api/v1/stats.csv?"+q, adv, ""); r.status != 400 || r.problem.Code != "validation_failed" {
 			t.Errorf("%s: %d %s, want a 400 problem", q, r.status, r.raw)
 		}
 	}
 }
 
+// downExporter is a conversion store that is down.
+type downExporter struct{ httpapi.ConversionExporter }
+
+func (downExporter) ConversionRows(context.Context, conversions.Viewer, conversions.Filter) (*conversions.Rows[conversions.Conversion], error) {
+	return nil, errors.New("closed pool")
+}
+
 func TestAnExportWhoseStoreFailsIsAProblemNotAFile(t *testing.T) {
-	f := newFixture(t)
-	_, db := pgtest.Migrated(t)
-	closed, err := pgxpool.New(context.Background(), db.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed.Close()
-	f.srv.MountExports(conversions.New(closed, conversions.Options{}), nil)
+	f := newFakeFixture(t)
+	f.srv.MountExports(downExporter{}, nil)
 	// Not f.do: the document lists no 500s.
 	req := httptest.NewRequest("GET", "/api/v1/conversions.csv", nil)
 	req.Header.Set("x-api-key", f.adv)

@@ -2,141 +2,29 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
-
 	"github.com/gofiber/fiber/v2"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
-	"github.com/partnerstream/partnerstream/internal/idempotency"
 	"github.com/partnerstream/partnerstream/internal/identity"
-	"github.com/partnerstream/partnerstream/internal/magiccode"
-	"github.com/partnerstream/partnerstream/internal/mailer"
-	"github.com/partnerstream/partnerstream/internal/metrics"
-	"github.com/partnerstream/partnerstream/internal/oidclogin"
-	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/signin"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
-	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-type fixture struct {
-	srv      *httpapi.Server
-	sessions *session.Manager
-	inbox    *testenv.Inbox
-	google   *testenv.Provider
-	// skew moves the sessions' clock forward (nanoseconds).
-	skew  atomic.Int64
-	db    *pgxpool.Pool
-	ids   *identity.Store
-	keys  *auth.KeyAuthenticator
-	advID string
-	adv   string // API key of the advertiser
-	aff   string // API key of the affiliate
-}
-
-func newFixture(t testing.TB, opts ...func(*httpapi.Options)) *fixture {
-	t.Helper()
-	ctx := context.Background()
-	_, db := pgtest.Migrated(t)
-	f := &fixture{db: db, ids: identity.NewStore(db)}
-	f.keys = auth.NewKeyAuthenticator(f.ids, auth.KeyAuthOptions{Log: quiet})
-	keys, err := session.ParseKeys(session.GenerateKeySpec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.sessions = session.NewManager(db, keys, session.Options{Now: func() time.Time { return time.Now().Add(time.Duration(f.skew.Load())) }})
-	var m mailer.Mailer
-	m, f.inbox = testenv.SMTPMailer(t)
-	codes, err := magiccode.NewService(db, m, magiccode.Options{Pepper: keys.Derive("magic-code-pepper")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.google = testenv.OIDCProvider(t)
-	oauth, err := oidclogin.New(ctx, db, []oidclogin.ProviderConfig{{Name: "google", Issuer: f.google.Issuer(),
-		ClientID: f.google.ClientID(), ClientSecret: f.google.ClientSecret(), RedirectURL: "http://127.0.0.1:8080/api/auth/oauth/google/callback"}}, oidclogin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := httpapi.Options{Addr: "127.0.0.1:0", Log: quiet, Health: health.NewRegistry(), Keys: f.keys,
-		Sessions: httpapi.SessionAuth(f.sessions), Idempotency: idempotency.NewStore(db, nil)}
-	for _, fn := range opts {
-		fn(&o)
-	}
-	f.srv = httpapi.New(o)
-	f.srv.MountAuth(signin.New(f.ids, f.sessions, codes, oauth), f.sessions, f.ids, false)
-	f.srv.MountAPIKeys(f.ids)
-	for _, kind := range []string{identity.Advertiser, identity.Affiliate} {
-		co, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: kind, Name: kind + " co", OwnerEmail: kind + "@example.test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, _, err := f.ids.CreateAPIKey(ctx, co.ID, "test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if kind == identity.Advertiser {
-			f.advID, f.adv = co.ID, key
-		} else {
-			f.aff = key
-		}
-	}
-	return f
-}
-
-type response struct {
-	status int
-	header http.Header
-	body   map[string]any
-	raw    string
-}
-
-func (f *fixture) do(t *testing.T, method, path string, headers map[string]string, body string) response {
-	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, path, r)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := f.srv.App().Test(req, 10_000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	checkAgainstSpec(t, req, resp.StatusCode, resp.Header, raw)
-	out := response{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
-	_ = json.Unmarshal(raw, &out.body)
-	return out
-}
-
 func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
-	f := newFixture(t)
+	f := newFakeFixture(t)
 	f.srv.App().Get("/api/v1/echo", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"company_id": httpapi.Caller(c).CompanyID}) })
-	revokedCo, _, _ := f.ids.CreateCompany(context.Background(), identity.NewCompany{Kind: identity.Affiliate, Name: "gone", OwnerEmail: "gone@example.test"})
-	revoked, rec, _ := f.ids.CreateAPIKey(context.Background(), revokedCo.ID, "old")
-	if _, err := f.ids.RevokeAPIKey(context.Background(), revokedCo.ID, rec.ID); err != nil {
+	revokedCo, _ := f.company(identity.Affiliate)
+	revoked, rec, _ := f.keys.CreateAPIKey(context.Background(), revokedCo, "old")
+	if _, err := f.keys.RevokeAPIKey(context.Background(), revokedCo, rec.ID); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -148,8 +36,8 @@ func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
 		code    string
 	}{
 		{"v1 without a key is 401", "GET", "/api/v1/echo", nil, 401, "missing_credentials"},
-		{"v1 with a malformed key is 401", "GET", "/api/v1/echo", map[string]string{"x-api-key": "ps_short"}, 401, "invalid_api_key"},
-		{"v1 with a revoked key is 401", "GET", "/api/v1/echo", map[string]string{"x-api-key": revoked}, 401, "invalid_api_key"},
+		{"v1 with a malformed key is 401", "GET", "/api/v1/echo", apiKey("ps_short"), 401, "invalid_api_key"},
+		{"v1 with a revoked key is 401", "GET", "/api/v1/echo", apiKey(revoked), 401, "invalid_api_key"},
 		{"v1 of a route that does not exist is 404 without a key", "GET", "/api/v1/no-such-route", nil, 404, "not_found"},
 		{"another version is 404, not 401", "GET", "/api/v2/programs", nil, 404, "not_found"},
 		{"a dashboard route that does not exist is 404 without a session", "GET", "/api/no-such-route", map[string]string{"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.e30.x"}, 404, "not_found"},
@@ -159,25 +47,25 @@ func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
 		{"a route spelled in other case is no route (it would skip the credential rules)", "GET", "/API/api-keys", nil, 404, "not_found"},
 		{"a partner route spelled in other case is no route", "GET", "/Api/partner-api/me", nil, 404, "not_found"},
 		{"a known route with a wrong method is still refused for its credentials first", "DELETE", "/api/api-keys", nil, 401, "missing_credentials"},
-		{"v1 with a valid key passes authentication", "GET", "/api/v1/no-such-route", map[string]string{"x-api-key": f.adv}, 404, "not_found"},
+		{"v1 with a valid key passes authentication", "GET", "/api/v1/no-such-route", apiKey(f.adv), 404, "not_found"},
 		{"v1 takes the key as a bearer token", "GET", "/api/v1/no-such-route", map[string]string{"Authorization": "Bearer " + f.adv}, 404, "not_found"},
-		{"partner-api refuses POST with 405", "POST", "/api/partner-api/me", map[string]string{"x-api-key": f.adv}, 405, "method_not_allowed"},
+		{"partner-api refuses POST with 405", "POST", "/api/partner-api/me", apiKey(f.adv), 405, "method_not_allowed"},
 		{"partner-api without a key is 401", "GET", "/api/partner-api/me", nil, 401, "missing_credentials"},
 		{"partner-api with a session-like token is 401", "GET", "/api/partner-api/me", map[string]string{"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.e30.x"}, 401, "invalid_api_key"},
-		{"the dashboard refuses a valid API key in x-api-key", "GET", "/api/api-keys", map[string]string{"x-api-key": f.adv}, 401, "api_key_not_allowed"},
+		{"the dashboard refuses a valid API key in x-api-key", "GET", "/api/api-keys", apiKey(f.adv), 401, "api_key_not_allowed"},
 		{"the dashboard refuses a valid API key as a bearer token", "GET", "/api/auth/me", map[string]string{"Authorization": "Bearer " + f.adv}, 401, "api_key_not_allowed"},
 		{"the dashboard without a session is 401", "GET", "/api/api-keys", nil, 401, "missing_credentials"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.do(t, c.method, c.path, c.headers, "")
-			if r.status != c.status || r.body["code"] != c.code {
+			if r.status != c.status || r.problem.Code != c.code {
 				t.Fatalf("%s %s = %d %v, want %d %s", c.method, c.path, r.status, r.raw, c.status, c.code)
 			}
 			if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
 				t.Fatalf("content type %q, want problem+json", ct)
 			}
-			if r.body["request_id"] == "" || r.body["request_id"] == nil {
+			if r.problem.RequestID == "" {
 				t.Fatal("problem without request_id")
 			}
 		})
@@ -186,16 +74,16 @@ func TestTheThreeFamiliesApplyTheirCredentialRules(t *testing.T) {
 
 func TestPartnerMeReturnsOnlyTheCallersCompany(t *testing.T) {
 	f := newFixture(t)
-	r := f.do(t, "GET", "/api/partner-api/me", map[string]string{"x-api-key": f.adv}, "")
+	r := f.do(t, "GET", "/api/partner-api/me", apiKey(f.adv), "")
 	if r.status != 200 {
 		t.Fatalf("status %d %s", r.status, r.raw)
 	}
-	co := r.body["company"].(map[string]any)
-	if co["id"] != f.advID || co["kind"] != "advertiser" {
-		t.Fatalf("me = %v, want the advertiser %s", co, f.advID)
+	co := decode[partnerMe](t, r).Company
+	if co.ID != f.advID || co.Kind != "advertiser" {
+		t.Fatalf("me = %+v, want the advertiser %s", co, f.advID)
 	}
-	r = f.do(t, "GET", "/api/partner-api/me", map[string]string{"x-api-key": f.aff}, "")
-	if co := r.body["company"].(map[string]any); co["id"] == f.advID {
+	r = f.do(t, "GET", "/api/partner-api/me", apiKey(f.aff), "")
+	if co := decode[partnerMe](t, r).Company; co.ID == f.advID {
 		t.Fatal("the affiliate's key read the advertiser's company")
 	}
 }
@@ -203,7 +91,7 @@ func TestPartnerMeReturnsOnlyTheCallersCompany(t *testing.T) {
 func TestRevocationTakesEffectAtOnceEvenWhenCached(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	h := map[string]string{"x-api-key": f.adv}
+	h := apiKey(f.adv)
 	if r := f.do(t, "GET", "/api/partner-api/me", h, ""); r.status != 200 {
 		t.Fatalf("before revocation: %d", r.status)
 	}
@@ -227,11 +115,11 @@ func TestRevocationTakesEffectAtOnceEvenWhenCached(t *testing.T) {
 
 func TestRateLimitHeadersAndRetryAfter(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	f := newFixture(t, func(o *httpapi.Options) {
+	f := newFakeFixture(t, func(o *httpapi.Options) {
 		o.RateLimit = httpapi.RateLimit{Requests: 3, Window: time.Minute}
 		o.Now = func() time.Time { return now }
 	})
-	h := map[string]string{"x-api-key": f.adv}
+	h := apiKey(f.adv)
 	for i := 1; i <= 3; i++ {
 		r := f.do(t, "GET", "/api/partner-api/me", h, "")
 		if r.status != 200 || r.header.Get("RateLimit-Remaining") != string(rune('0'+3-i)) || r.header.Get("RateLimit-Limit") != "3" {
@@ -239,10 +127,10 @@ func TestRateLimitHeadersAndRetryAfter(t *testing.T) {
 		}
 	}
 	r := f.do(t, "GET", "/api/partner-api/me", h, "")
-	if r.status != 429 || r.header.Get("Retry-After") != "60" || r.body["code"] != "rate_limited" {
+	if r.status != 429 || r.header.Get("Retry-After") != "60" || r.problem.Code != "rate_limited" {
 		t.Fatalf("over the limit: %d retry-after=%q %s", r.status, r.header.Get("Retry-After"), r.raw)
 	}
-	if r := f.do(t, "GET", "/api/partner-api/me", map[string]string{"x-api-key": f.aff}, ""); r.status != 200 {
+	if r := f.do(t, "GET", "/api/partner-api/me", apiKey(f.aff), ""); r.status != 200 {
 		t.Fatalf("another key is limited too: %d", r.status)
 	}
 	now = now.Add(time.Minute)
@@ -273,7 +161,7 @@ func TestIdempotencyKeyReplaysTheFirstResponse(t *testing.T) {
 		t.Fatal("replayed response is not marked")
 	}
 	other := f.do(t, "POST", "/api/v1/echo", h, `{"a":2}`)
-	if other.status != 422 || other.body["code"] != "idempotency_key_reused" {
+	if other.status != 422 || other.problem.Code != "idempotency_key_reused" {
 		t.Fatalf("same key, other body: %d %s", other.status, other.raw)
 	}
 	// Keys are per credential: the affiliate's "order-1" is another key.
@@ -290,7 +178,7 @@ func TestIdempotencyKeyReplaysTheFirstResponse(t *testing.T) {
 }
 
 func TestBadInputIsAProblemNeverA500(t *testing.T) {
-	f := newFixture(t)
+	f := newFakeFixture(t)
 	f.srv.App().Post("/api/v1/strict", func(c *fiber.Ctx) error {
 		var in struct {
 			Name string `json:"name"`
@@ -300,7 +188,7 @@ func TestBadInputIsAProblemNeverA500(t *testing.T) {
 		}
 		return c.JSON(in)
 	})
-	h := map[string]string{"x-api-key": f.adv}
+	h := apiKey(f.adv)
 	for name, body := range map[string]string{
 		"malformed JSON":   `{"name":`,
 		"an unknown field": `{"nam":"x"}`,
@@ -312,6 +200,11 @@ func TestBadInputIsAProblemNeverA500(t *testing.T) {
 			t.Errorf("%s: status %d, want a 4xx problem (%s)", name, r.status, r.raw)
 		}
 	}
+}
+
+// partnerMe is the answer of /api/partner-api/me.
+type partnerMe struct {
+	Company identity.Company `json:"company"`
 }
 
 // An unknown provider is a 404 even where no sign-in provider is configured at all (it
@@ -335,8 +228,8 @@ func TestAnAddressThatKeepsFailingCredentialsIsThrottled(t *testing.T) {
 	now := time.Now()
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	f := newFixture(t, func(o *httpapi.Options) { o.FailedAuthLimit, o.Now = 3, clock })
-	good := map[string]string{"x-api-key": f.adv}
+	f := newFakeFixture(t, func(o *httpapi.Options) { o.FailedAuthLimit, o.Now = 3, clock })
+	good := apiKey(f.adv)
 	for range 10 {
 		if r := f.do(t, "GET", "/api/partner-api/me", good, ""); r.status != 200 {
 			t.Fatalf("a valid key: %d %s", r.status, r.raw)
@@ -356,13 +249,13 @@ func TestAnAddressThatKeepsFailingCredentialsIsThrottled(t *testing.T) {
 		headers map[string]string
 		code    string
 	}{{"/api/partner-api/me", failures, "invalid_api_key"}, {"/api/api-keys", badSession, "invalid_session"}, {"/api/v1/no-such-route", failures, "not_found"}} {
-		if r := f.do(t, "GET", w.path, w.headers, ""); r.body["code"] != w.code {
+		if r := f.do(t, "GET", w.path, w.headers, ""); r.problem.Code != w.code {
 			t.Fatalf("GET %s with a wrong credential: %d %s, want %s", w.path, r.status, r.raw, w.code)
 		}
 	}
 	for _, h := range []map[string]string{failures, good, badSession} {
 		r := f.do(t, "GET", "/api/partner-api/me", h, "")
-		if r.status != 429 || r.body["code"] != "too_many_failed_credentials" || r.header.Get("Retry-After") == "" {
+		if r.status != 429 || r.problem.Code != "too_many_failed_credentials" || r.header.Get("Retry-After") == "" {
 			t.Fatalf("after 3 wrong credentials: %d %v %s, want 429 with Retry-After", r.status, r.header, r.raw)
 		}
 	}
@@ -375,22 +268,4 @@ func TestAnAddressThatKeepsFailingCredentialsIsThrottled(t *testing.T) {
 	if r := f.do(t, "GET", "/api/partner-api/me", good, ""); r.status != 200 {
 		t.Fatalf("a minute later: %d %s", r.status, r.raw)
 	}
-}
-
-// counterValue sums a counter's series in the process's registry.
-func counterValue(t *testing.T, name string) float64 {
-	t.Helper()
-	families, err := metrics.Gatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range families {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }

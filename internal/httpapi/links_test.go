@@ -14,7 +14,6 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
-	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
@@ -39,7 +38,6 @@ type trackingFixture struct {
 	links       *links.Service
 	broker      *trackingtest.Broker
 	recorder    *tracking.Recorder
-	affID       string
 	program     string
 	partnership string
 	affSession  map[string]string
@@ -49,21 +47,13 @@ type trackingFixture struct {
 func newTrackingFixture(t *testing.T, mode tracking.Mode) *trackingFixture {
 	t.Helper()
 	f := &trackingFixture{fixture: newFixture(t)}
-	// Registered after newFixture's cleanups, so it runs before them: closing the pool waits
-	// for the listener's connection.
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.aff))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.affID = rec.CompanyID
 	f.program = linkstest.Program(t, f.db, f.advID, "https://shop.example.test/landing?lang=en#top", "")
 	f.partnership = linkstest.Partnership(t, f.db, f.program, f.affID, "approved")
 	f.affSession = f.dashboardAs(t, identity.Affiliate, "member")
 
 	f.links = links.NewService(f.db, links.Options{BaseURL: "https://go.example.test"})
 	f.broker = trackingtest.StartBroker(t)
+	var err error
 	f.recorder, err = tracking.NewRecorder(tracking.RecorderOptions{Kafka: f.broker.Config, Mode: mode, SpoolDir: t.TempDir(),
 		AckTimeout: 30 * time.Millisecond, Log: quiet})
 	if err != nil {
@@ -79,33 +69,36 @@ func newTrackingFixture(t *testing.T, mode tracking.Mode) *trackingFixture {
 	return f
 }
 
-func (f *trackingFixture) createLink(t *testing.T, body string) map[string]any {
+// link is a tracking link answer; a pointer tells a missing field from an empty one.
+type link struct {
+	ID            string  `json:"id"`
+	Code          string  `json:"code"`
+	URL           string  `json:"url"`
+	Sub1          string  `json:"sub1"`
+	Status        string  `json:"status"`
+	PartnershipID string  `json:"partnership_id"`
+	PromotionID   *string `json:"promotion_id"`
+}
+
+func (f *trackingFixture) createLink(t *testing.T, body string) link {
 	t.Helper()
-	r := f.do(t, "POST", "/api/v1/tracking-links", prgKey(f.aff), body)
+	r := f.do(t, "POST", "/api/v1/tracking-links", apiKey(f.aff), body)
 	if r.status != 201 {
 		t.Fatalf("create link: %d %s", r.status, r.raw)
 	}
-	return r.body
+	return decode[link](t, r)
 }
 
 func TestTrackingLinkRoutes(t *testing.T) {
 	f := newTrackingFixture(t, tracking.ModeAck)
-	ctx := context.Background()
 	created := f.createLink(t, fmt.Sprintf(`{"program_id":%q,"sub1":"newsletter"}`, f.program))
-	id, code := created["id"].(string), created["code"].(string)
-	if created["url"] != "https://go.example.test/c/"+code || created["sub1"] != "newsletter" || created["status"] != "active" ||
-		created["partnership_id"] != f.partnership || created["promotion_id"] != nil {
-		t.Fatalf("created %v", created)
+	id, code := created.ID, created.Code
+	if created.URL != "https://go.example.test/c/"+code || created.Sub1 != "newsletter" || created.Status != "active" ||
+		created.PartnershipID != f.partnership || created.PromotionID != nil {
+		t.Fatalf("created %+v", created)
 	}
 	noPartnership := linkstest.Program(t, f.db, f.advID, "https://other.example.test/", "")
-	rival, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: identity.Advertiser, Name: "rival", OwnerEmail: "rival@example.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rivalKey, _, err := f.ids.CreateAPIKey(ctx, rival.ID, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rivalKey := f.company(t, identity.Advertiser)
 
 	cases := []struct {
 		name    string
@@ -117,44 +110,45 @@ func TestTrackingLinkRoutes(t *testing.T) {
 		code    string
 	}{
 		{"the dashboard creates links too", "POST", "/api/tracking-links", f.affSession, fmt.Sprintf(`{"program_id":%q}`, f.program), 201, ""},
-		{"an advertiser cannot create links", "POST", "/api/v1/tracking-links", prgKey(f.adv), fmt.Sprintf(`{"program_id":%q}`, f.program), 403, "affiliates_only"},
-		{"a program without a partnership is refused", "POST", "/api/v1/tracking-links", prgKey(f.aff), fmt.Sprintf(`{"program_id":%q}`, noPartnership), 403, "partnership_not_approved"},
-		{"an unknown program is 404", "POST", "/api/v1/tracking-links", prgKey(f.aff), `{"program_id":"prg_00000000000000000000000000"}`, 404, "not_found"},
-		{"a destination off the program's site is refused", "POST", "/api/v1/tracking-links", prgKey(f.aff),
+		{"an advertiser cannot create links", "POST", "/api/v1/tracking-links", apiKey(f.adv), fmt.Sprintf(`{"program_id":%q}`, f.program), 403, "affiliates_only"},
+		{"a program without a partnership is refused", "POST", "/api/v1/tracking-links", apiKey(f.aff), fmt.Sprintf(`{"program_id":%q}`, noPartnership), 403, "partnership_not_approved"},
+		{"an unknown program is 404", "POST", "/api/v1/tracking-links", apiKey(f.aff), `{"program_id":"prg_00000000000000000000000000"}`, 404, "not_found"},
+		{"a destination off the program's site is refused", "POST", "/api/v1/tracking-links", apiKey(f.aff),
 			fmt.Sprintf(`{"program_id":%q,"destination_url":"https://evil.test/"}`, f.program), 400, "validation_failed"},
-		{"a malformed program id is refused", "POST", "/api/v1/tracking-links", prgKey(f.aff), `{"program_id":"x"}`, 400, "validation_failed"},
-		{"an unknown field is refused", "POST", "/api/v1/tracking-links", prgKey(f.aff), `{"program":"x"}`, 400, "invalid_json"},
+		{"a malformed program id is refused", "POST", "/api/v1/tracking-links", apiKey(f.aff), `{"program_id":"x"}`, 400, "validation_failed"},
+		{"an unknown field is refused", "POST", "/api/v1/tracking-links", apiKey(f.aff), `{"program":"x"}`, 400, "invalid_json"},
 		{"without a key it is 401", "POST", "/api/v1/tracking-links", nil, `{}`, 401, "missing_credentials"},
-		{"a bad program filter is 400", "GET", "/api/v1/tracking-links?program_id=x", prgKey(f.aff), "", 400, "validation_failed"},
-		{"the advertiser cannot pause an affiliate's link", "POST", "/api/v1/tracking-links/" + id + "/pause", prgKey(f.adv), "", 403, "affiliates_only"},
-		{"an unknown link is 404", "POST", "/api/v1/tracking-links/lnk_00000000000000000000000000/pause", prgKey(f.aff), "", 404, "not_found"},
+		{"a bad program filter is 400", "GET", "/api/v1/tracking-links?program_id=x", apiKey(f.aff), "", 400, "validation_failed"},
+		{"the advertiser cannot pause an affiliate's link", "POST", "/api/v1/tracking-links/" + id + "/pause", apiKey(f.adv), "", 403, "affiliates_only"},
+		{"an unknown link is 404", "POST", "/api/v1/tracking-links/lnk_00000000000000000000000000/pause", apiKey(f.aff), "", 404, "not_found"},
 		{"a malformed link id is 404", "POST", "/api/tracking-links/nope/resume", f.affSession, "", 404, "not_found"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			prgExpect(t, f.do(t, c.method, c.path, c.headers, c.body), c.status, c.code)
+			expect(t, f.do(t, c.method, c.path, c.headers, c.body), c.status, c.code)
 		})
 	}
 
 	t.Run("lists are scoped to the caller's company", func(t *testing.T) {
 		for who, want := range map[string]int{f.aff: 2, f.adv: 2, rivalKey: 0} {
-			r := f.do(t, "GET", "/api/v1/tracking-links?program_id="+f.program, prgKey(who), "")
-			if r.status != 200 || len(r.body["data"].([]any)) != want {
+			r := f.do(t, "GET", "/api/v1/tracking-links?program_id="+f.program, apiKey(who), "")
+			if got := idsOf(t, r); len(got) != want {
 				t.Fatalf("list: %d %s, want %d links", r.status, r.raw, want)
 			}
 		}
 		r := f.do(t, "GET", "/api/tracking-links?limit=1", f.affSession, "")
-		if r.status != 200 || len(r.body["data"].([]any)) != 1 || r.body["next_cursor"] == "" {
+		first := decode[list[resource]](t, r)
+		if r.status != 200 || len(first.Data) != 1 || first.NextCursor == "" {
 			t.Fatalf("first page: %s", r.raw)
 		}
-		r = f.do(t, "GET", "/api/tracking-links?limit=1&cursor="+r.body["next_cursor"].(string), f.affSession, "")
-		if r.status != 200 || r.body["data"].([]any)[0].(map[string]any)["id"] != id || r.body["next_cursor"] != "" {
+		r = f.do(t, "GET", "/api/tracking-links?limit=1&cursor="+first.NextCursor, f.affSession, "")
+		if second := decode[list[resource]](t, r); r.status != 200 || len(second.Data) != 1 || second.Data[0].ID != id || second.NextCursor != "" {
 			t.Fatalf("second page: %s", r.raw)
 		}
 	})
 	t.Run("the refusal says the partnership's status", func(t *testing.T) {
-		r := f.do(t, "POST", "/api/v1/tracking-links", prgKey(f.aff), fmt.Sprintf(`{"program_id":%q}`, noPartnership))
-		if r.body["partnership_status"] != "none" {
+		r := f.do(t, "POST", "/api/v1/tracking-links", apiKey(f.aff), fmt.Sprintf(`{"program_id":%q}`, noPartnership))
+		if r.problem.PartnershipStatus != "none" {
 			t.Fatalf("%s", r.raw)
 		}
 	})
@@ -162,20 +156,20 @@ func TestTrackingLinkRoutes(t *testing.T) {
 		h := map[string]string{"x-api-key": f.aff, "Idempotency-Key": "link-1"}
 		body := fmt.Sprintf(`{"program_id":%q}`, f.program)
 		first, again := f.do(t, "POST", "/api/v1/tracking-links", h, body), f.do(t, "POST", "/api/v1/tracking-links", h, body)
-		if first.status != 201 || again.body["id"] != first.body["id"] || again.header.Get("Idempotent-Replayed") != "true" {
+		if first.status != 201 || decode[link](t, again).ID != decode[link](t, first).ID || again.header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("first %s, again %s", first.raw, again.raw)
 		}
 	})
 	t.Run("an idempotency key with a control character is refused", func(t *testing.T) {
 		h := map[string]string{"x-api-key": f.aff, "Idempotency-Key": "link\t2"}
-		if r := f.do(t, "POST", "/api/v1/tracking-links", h, fmt.Sprintf(`{"program_id":%q}`, f.program)); r.status != 400 || r.body["code"] != "invalid_idempotency_key" {
+		if r := f.do(t, "POST", "/api/v1/tracking-links", h, fmt.Sprintf(`{"program_id":%q}`, f.program)); r.status != 400 || r.problem.Code != "invalid_idempotency_key" {
 			t.Fatalf("%d %s", r.status, r.raw)
 		}
 	})
 	t.Run("pause and resume", func(t *testing.T) {
 		for _, s := range []struct{ path, status string }{{"/pause", "paused"}, {"/pause", "paused"}, {"/resume", "active"}} {
 			r := f.do(t, "POST", "/api/tracking-links/"+id+s.path, f.affSession, "")
-			if r.status != 200 || r.body["status"] != s.status {
+			if r.status != 200 || decode[link](t, r).Status != s.status {
 				t.Fatalf("%s: %d %s", s.path, r.status, r.raw)
 			}
 		}
@@ -185,7 +179,7 @@ func TestTrackingLinkRoutes(t *testing.T) {
 // TestTheTrackingRoutesAreDocumented compares the routes MountTracking adds with the paths
 // of 21-links.yaml.
 func TestTheTrackingRoutesAreDocumented(t *testing.T) {
-	assertAreaDocumented(t, newTrackingFixture(t, tracking.ModeAck).fixture, "openapi/21-links.yaml")
+	assertAreaDocumented(t, func(s *httpapi.Server) { s.MountTracking(nil, nil, httpapi.TrackingOptions{}) }, "openapi/21-links.yaml")
 }
 
 // browser talks to the server over real HTTP on loopback, like a browser that does not
@@ -268,8 +262,8 @@ func clickID(t *testing.T, a answer, want, param string) string {
 func TestClickRedirect(t *testing.T) {
 	f := newTrackingFixture(t, tracking.ModeAck)
 	base := f.serve(t)
-	link := f.createLink(t, fmt.Sprintf(`{"program_id":%q,"sub1":"d1","sub2":"d2"}`, f.program))
-	code := link["code"].(string)
+	made := f.createLink(t, fmt.Sprintf(`{"program_id":%q,"sub1":"d1","sub2":"d2"}`, f.program))
+	code := made.Code
 	const landing = "https://shop.example.test/landing?lang=en#top"
 
 	b := newBrowser(base)
@@ -289,7 +283,7 @@ func TestClickRedirect(t *testing.T) {
 	got := trackingtest.ReadClicksOnce(t, f.broker.Config)
 	trackingtest.ExactlyOnce(t, got, []string{id})
 	c := got[0].Click
-	if c.LinkID != link["id"] || c.ProgramID != f.program || c.AffiliateID != f.affID || c.AdvertiserID != f.advID ||
+	if c.LinkID != made.ID || c.ProgramID != f.program || c.AffiliateID != f.affID || c.AdvertiserID != f.advID ||
 		c.Sub1 != "d1" || c.Sub2 != "q2" || c.Sub3 != "" || c.Sub5 != "q5" || c.IP != "127.0.0.1" ||
 		!strings.HasPrefix(c.UserAgent, "Mozilla/5.0") || c.Referrer != "https://blog.example.test/post" ||
 		c.IsBot || c.IsDuplicate || c.LandingURL != landing || time.Since(c.OccurredAt) > time.Minute {
@@ -311,7 +305,7 @@ func TestClickRedirect(t *testing.T) {
 	t.Run("the program's parameter name is used", func(t *testing.T) {
 		program := linkstest.Program(t, f.db, f.advID, "https://named.example.test/", "aff_click")
 		linkstest.Partnership(t, f.db, program, f.affID, "approved")
-		other := f.createLink(t, fmt.Sprintf(`{"program_id":%q}`, program))["code"].(string)
+		other := f.createLink(t, fmt.Sprintf(`{"program_id":%q}`, program)).Code
 		clickID(t, newBrowser(base).get(t, "GET", "/c/"+other, nil), "https://named.example.test/", "aff_click")
 	})
 	t.Run("a browser with 12 KiB of cookies is redirected", func(t *testing.T) {
@@ -365,11 +359,11 @@ func TestClickRedirect(t *testing.T) {
 		notFound(t, "/c/no-such-thing", "es-ES,es;q=0.9", "Enlace no disponible")
 	})
 	t.Run("pausing the link reaches the redirect at once", func(t *testing.T) {
-		if r := f.do(t, "POST", "/api/v1/tracking-links/"+link["id"].(string)+"/pause", prgKey(f.aff), ""); r.status != 200 {
+		if r := f.do(t, "POST", "/api/v1/tracking-links/"+made.ID+"/pause", apiKey(f.aff), ""); r.status != 200 {
 			t.Fatalf("pause: %s", r.raw)
 		}
 		notFound(t, "/c/"+code, "en", "Link not available")
-		f.do(t, "POST", "/api/v1/tracking-links/"+link["id"].(string)+"/resume", prgKey(f.aff), "")
+		f.do(t, "POST", "/api/v1/tracking-links/"+made.ID+"/resume", apiKey(f.aff), "")
 	})
 	t.Run("a paused program's links get the 404 page", func(t *testing.T) {
 		linkstest.SetProgramStatus(t, f.db, f.program, "paused")
@@ -394,7 +388,7 @@ func clickOf(t *testing.T, f *trackingFixture, id string) events.Click {
 func TestNoClickIsLostOrDuplicatedWhileTheBrokerIsDown(t *testing.T) {
 	f := newTrackingFixture(t, tracking.ModeAck)
 	base := f.serve(t)
-	code := f.createLink(t, fmt.Sprintf(`{"program_id":%q}`, f.program))["code"].(string)
+	code := f.createLink(t, fmt.Sprintf(`{"program_id":%q}`, f.program)).Code
 	const landing = "https://shop.example.test/landing?lang=en#top"
 	var mu sync.Mutex
 	var want []string
@@ -435,9 +429,9 @@ func (failingLinks) Resolve(context.Context, string) (links.Target, error) {
 }
 
 func TestTheRedirectAnswersAPageNotA500WhenTheDatabaseIsDown(t *testing.T) {
-	f := newFixture(t)
+	f := newFakeFixture(t)
 	svc := tracking.NewService(tracking.NewResolver(failingLinks{}, tracking.ResolverOptions{}), nil, tracking.ServiceOptions{})
-	f.srv.MountTracking(links.NewService(f.db, links.Options{}), svc, httpapi.TrackingOptions{})
+	f.srv.MountTracking(nil, svc, httpapi.TrackingOptions{})
 	r := f.do(t, "GET", "/c/AAAAAAAAAAAA", nil, "")
 	if r.status != 503 || !strings.Contains(r.raw, "Please try again") || r.header.Get("Retry-After") == "" {
 		t.Fatalf("%d %v %s", r.status, r.header, r.raw)

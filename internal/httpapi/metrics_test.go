@@ -11,7 +11,7 @@ import (
 // pointed into Fiber's reused buffers once turned a GET's series into "GETT" and every scrape
 // into an error.
 func TestRequestMetricsStayGatherableAfterMixedMethods(t *testing.T) {
-	f := newFixture(t)
+	f := newFakeFixture(t)
 	for range 20 {
 		for _, m := range []string{"POST", "GET", "DELETE", "PATCH", "PROPFIND"} {
 			req := httptest.NewRequest(m, "/api/v1/programs", nil)

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
@@ -14,10 +16,10 @@ import (
 // postbackFixture is the API fixture with the postback routes on real Postgres, at a fixed time.
 type postbackFixture struct {
 	*fixture
-	svc              *postbacks.Service
-	now              time.Time
-	adv, aff, member map[string]string
-	advKey, affKey   map[string]string
+	svc            *postbacks.Service
+	now            time.Time
+	adv, aff       map[string]string
+	advKey, affKey map[string]string
 }
 
 func newPostbackFixture(t *testing.T) *postbackFixture {
@@ -25,15 +27,31 @@ func newPostbackFixture(t *testing.T) *postbackFixture {
 	f := &postbackFixture{fixture: newBareFixture(t), now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	f.svc = postbacks.NewService(f.db, postbacks.Options{Now: func() time.Time { return f.now }})
 	f.srv.MountPostbacks(f.svc)
-	f.adv, f.aff, f.member = f.dashboardAs(t, "advertiser", "owner"), f.dashboardAs(t, "affiliate", "owner"), f.dashboardAs(t, "advertiser", "member")
-	f.advKey, f.affKey = map[string]string{"x-api-key": f.fixture.adv}, map[string]string{"x-api-key": f.fixture.aff}
+	f.adv, f.aff = f.dashboardAs(t, "advertiser", "owner"), f.dashboardAs(t, "affiliate", "owner")
+	f.advKey, f.affKey = apiKey(f.fixture.adv), apiKey(f.fixture.aff)
 	return f
+}
+
+// postbackSettings is the answer of the postback routes; a pointer tells a missing field
+// (or null) from an empty one.
+type postbackSettings struct {
+	URL                     *string `json:"url"`
+	Secret                  *string `json:"secret"`
+	SecretCreatedAt         *string `json:"secret_created_at"`
+	PreviousSecretExpiresAt *string `json:"previous_secret_expires_at"`
+}
+
+// str reads an optional string of an answer ("" for missing or null).
+func str(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func secretKey(t *testing.T, r response) []byte {
 	t.Helper()
-	s, _ := r.body["secret"].(string)
-	k, err := signing.Key(s)
+	k, err := signing.Key(str(decode[postbackSettings](t, r).Secret))
 	if err != nil {
 		t.Fatalf("secret in %d answer: %v", r.status, err)
 	}
@@ -42,27 +60,27 @@ func secretKey(t *testing.T, r response) []byte {
 
 func TestTheFirstPostbackURLShowsTheSecretOnce(t *testing.T) {
 	f := newPostbackFixture(t)
-	if r := f.do(t, "GET", "/api/postbacks", f.adv, ""); r.status != 200 || r.body["url"] != nil || r.body["secret_created_at"] != nil {
+	if r := f.do(t, "GET", "/api/postbacks", f.adv, ""); r.status != 200 || decode[postbackSettings](t, r).URL != nil || decode[postbackSettings](t, r).SecretCreatedAt != nil {
 		t.Fatalf("before any URL: %d %s", r.status, r.raw)
 	}
 	r := f.do(t, "PUT", "/api/postbacks", f.adv, `{"url": "https://receiver.example/pb"}`)
-	if r.status != 200 || r.body["url"] != "https://receiver.example/pb" || r.header.Get("Cache-Control") != "no-store" {
+	if r.status != 200 || str(decode[postbackSettings](t, r).URL) != "https://receiver.example/pb" || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("first URL = %d %s", r.status, r.raw)
 	}
 	first := secretKey(t, r)
 	again := f.do(t, "PUT", "/api/postbacks", f.adv, `{"url": "https://receiver.example/v2"}`)
-	if again.status != 200 || again.body["secret"] != nil || again.body["url"] != "https://receiver.example/v2" {
+	if again.status != 200 || decode[postbackSettings](t, again).Secret != nil || str(decode[postbackSettings](t, again).URL) != "https://receiver.example/v2" {
 		t.Fatalf("second URL = %d %s", again.status, again.raw)
 	}
 	got := f.do(t, "GET", "/api/postbacks", f.adv, "")
-	if got.body["url"] != "https://receiver.example/v2" || got.body["secret_created_at"] != "2026-03-01T12:00:00Z" || strings.Contains(got.raw, "whsec_") {
+	if str(decode[postbackSettings](t, got).URL) != "https://receiver.example/v2" || str(decode[postbackSettings](t, got).SecretCreatedAt) != "2026-03-01T12:00:00Z" || strings.Contains(got.raw, "whsec_") {
 		t.Fatalf("get = %s", got.raw)
 	}
 	u, keys, err := f.svc.SigningKeys(context.Background(), f.advID, f.now)
 	if err != nil || u != "https://receiver.example/v2" || len(keys) != 1 || !bytes.Equal(keys[0].Key, first) {
 		t.Fatalf("the deliveries would go to %q signed with %d keys (%v), not the shown secret", u, len(keys), err)
 	}
-	if r := f.do(t, "PUT", "/api/postbacks", f.adv, `{"url": null}`); r.status != 200 || r.body["url"] != nil || r.body["secret"] != nil {
+	if r := f.do(t, "PUT", "/api/postbacks", f.adv, `{"url": null}`); r.status != 200 || decode[postbackSettings](t, r).URL != nil || decode[postbackSettings](t, r).Secret != nil {
 		t.Fatalf("removing the URL = %d %s", r.status, r.raw)
 	}
 }
@@ -96,13 +114,13 @@ func TestPostbackURLsFollowTheWebhookRule(t *testing.T) {
 func TestRotatingThePostbackSecretKeepsThePreviousForTheGrace(t *testing.T) {
 	f := newPostbackFixture(t)
 	ctx := context.Background()
-	if r := f.do(t, "PUT", "/api/postbacks/rotate-secret", f.adv, ""); r.status != 409 || r.body["code"] != "postback_not_configured" {
+	if r := f.do(t, "PUT", "/api/postbacks/rotate-secret", f.adv, ""); r.status != 409 || r.problem.Code != "postback_not_configured" {
 		t.Fatalf("rotation before a URL = %d %s", r.status, r.raw)
 	}
 	first := secretKey(t, f.do(t, "PUT", "/api/postbacks", f.adv, `{"url": "https://receiver.example/pb"}`))
 
 	r := f.do(t, "PUT", "/api/postbacks/rotate-secret", f.adv, "")
-	if r.status != 200 || r.body["previous_secret_expires_at"] != "2026-03-02T12:00:00Z" || r.header.Get("Cache-Control") != "no-store" {
+	if r.status != 200 || str(decode[postbackSettings](t, r).PreviousSecretExpiresAt) != "2026-03-02T12:00:00Z" || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("rotation with the default grace = %d %s", r.status, r.raw)
 	}
 	second := secretKey(t, r)
@@ -115,7 +133,7 @@ func TestRotatingThePostbackSecretKeepsThePreviousForTheGrace(t *testing.T) {
 	}
 
 	r = f.do(t, "PUT", "/api/postbacks/rotate-secret", f.adv, `{"grace_period_seconds": 0}`)
-	if r.status != 200 || r.body["previous_secret_expires_at"] != nil {
+	if r.status != 200 || decode[postbackSettings](t, r).PreviousSecretExpiresAt != nil {
 		t.Fatalf("rotation without grace = %d %s", r.status, r.raw)
 	}
 	third := secretKey(t, r)
@@ -128,7 +146,7 @@ func TestRotatingThePostbackSecretKeepsThePreviousForTheGrace(t *testing.T) {
 		}
 	}
 	// A blank body is no body (the default grace), like on every route whose body is optional.
-	if r := f.do(t, "PUT", "/api/postbacks/rotate-secret", f.adv, " \n"); r.status != 200 || r.body["previous_secret_expires_at"] != "2026-03-02T12:00:00Z" {
+	if r := f.do(t, "PUT", "/api/postbacks/rotate-secret", f.adv, " \n"); r.status != 200 || str(decode[postbackSettings](t, r).PreviousSecretExpiresAt) != "2026-03-02T12:00:00Z" {
 		t.Errorf("rotation with a blank body = %d %s", r.status, r.raw)
 	}
 }
@@ -141,14 +159,14 @@ func TestPostbackSettingsBelongToOneCompany(t *testing.T) {
 		if name == "public API" {
 			path = "/api/v1/postbacks"
 		}
-		if r := f.do(t, "GET", path, who, ""); r.status != 200 || r.body["url"] != nil {
+		if r := f.do(t, "GET", path, who, ""); r.status != 200 || decode[postbackSettings](t, r).URL != nil {
 			t.Errorf("another company's %s sees %s", name, r.raw)
 		}
 	}
 	if r := f.do(t, "PUT", "/api/postbacks/rotate-secret", f.aff, ""); r.status != 409 {
 		t.Fatalf("another company rotated: %d %s", r.status, r.raw)
 	}
-	if r := f.do(t, "GET", "/api/v1/postbacks", f.advKey, ""); r.body["url"] != "https://adv.example/pb" {
+	if r := f.do(t, "GET", "/api/v1/postbacks", f.advKey, ""); str(decode[postbackSettings](t, r).URL) != "https://adv.example/pb" {
 		t.Fatalf("the owner's key sees %s", r.raw)
 	}
 }
@@ -156,14 +174,14 @@ func TestPostbackSettingsBelongToOneCompany(t *testing.T) {
 func TestThePublicAPISetsThePostbackURL(t *testing.T) {
 	f := newPostbackFixture(t)
 	r := f.do(t, "PUT", "/api/v1/postbacks", f.affKey, `{"url": "https://aff.example/pb"}`)
-	if r.status != 200 || r.body["url"] != "https://aff.example/pb" {
+	if r.status != 200 || str(decode[postbackSettings](t, r).URL) != "https://aff.example/pb" {
 		t.Fatalf("PUT with a key = %d %s", r.status, r.raw)
 	}
 	secretKey(t, r) // the first URL shows the secret, once
-	if r := f.do(t, "PUT", "/api/v1/postbacks", f.affKey, `{"url": "https://aff.example/v2"}`); r.status != 200 || r.body["secret"] != nil {
+	if r := f.do(t, "PUT", "/api/v1/postbacks", f.affKey, `{"url": "https://aff.example/v2"}`); r.status != 200 || decode[postbackSettings](t, r).Secret != nil {
 		t.Fatalf("second PUT with a key = %d %s", r.status, r.raw)
 	}
-	if r := f.do(t, "GET", "/api/postbacks", f.aff, ""); r.body["url"] != "https://aff.example/v2" {
+	if r := f.do(t, "GET", "/api/postbacks", f.aff, ""); str(decode[postbackSettings](t, r).URL) != "https://aff.example/v2" {
 		t.Fatalf("the dashboard sees %s", r.raw)
 	}
 	if r := f.do(t, "PUT", "/api/v1/postbacks/rotate-secret", f.affKey, ""); r.status != 404 {
@@ -174,17 +192,42 @@ func TestThePublicAPISetsThePostbackURL(t *testing.T) {
 	}
 }
 
+// fakePostbacks keeps each company's postback URL in memory, without secrets.
+type fakePostbacks struct {
+	mu   sync.Mutex
+	urls map[string]*string
+}
+
+func (p *fakePostbacks) Get(_ context.Context, companyID string) (postbacks.Settings, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return postbacks.Settings{URL: p.urls[companyID]}, nil
+}
+
+func (p *fakePostbacks) SetURL(_ context.Context, companyID string, url *string) (postbacks.Settings, string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.urls[companyID] = url
+	return postbacks.Settings{URL: url}, "", nil
+}
+
+func (p *fakePostbacks) RotateSecret(context.Context, string, time.Duration) (postbacks.Settings, string, error) {
+	return postbacks.Settings{}, "", postbacks.ErrNotConfigured
+}
+
 func TestMembersReadPostbackSettingsButCannotChangeThem(t *testing.T) {
-	f := newPostbackFixture(t)
-	if r := f.do(t, "GET", "/api/postbacks", f.member, ""); r.status != 200 {
+	f := newFakeFixture(t)
+	f.srv.MountPostbacks(&fakePostbacks{urls: map[string]*string{}})
+	member, owner := f.dashboardAs(identity.Advertiser, "member"), f.dashboardAs(identity.Advertiser, "owner")
+	if r := f.do(t, "GET", "/api/postbacks", member, ""); r.status != 200 {
 		t.Fatalf("a member's GET = %d", r.status)
 	}
 	for _, path := range []string{"/api/postbacks", "/api/postbacks/rotate-secret"} {
-		if r := f.do(t, "PUT", path, f.member, `{"url": "https://member.example/pb"}`); r.status != 403 || r.body["code"] != "forbidden" {
+		if r := f.do(t, "PUT", path, member, `{"url": "https://member.example/pb"}`); r.status != 403 || r.problem.Code != "forbidden" {
 			t.Errorf("a member's PUT %s = %d %s", path, r.status, r.raw)
 		}
 	}
-	if r := f.do(t, "GET", "/api/postbacks", f.adv, ""); r.body["url"] != nil {
+	if r := f.do(t, "GET", "/api/postbacks", owner, ""); decode[postbackSettings](t, r).URL != nil {
 		t.Fatalf("a member changed the URL: %s", r.raw)
 	}
 }

@@ -34,14 +34,22 @@ func newRatesFixture(t testing.TB) *ratesFixture {
 	return f
 }
 
-// session returns the headers of a dashboard session of company's owner, with role.
-func (f *fixture) session(t *testing.T, companyID, kind, role string) map[string]string {
+// rate is an exchange rate answer.
+type rate struct {
+	Date      string `json:"date"`
+	Base      string `json:"base"`
+	Quote     string `json:"quote"`
+	Rate      string `json:"rate"`
+	CompanyID string `json:"company_id"`
+}
+
+// ratesOf returns the rates of a list answer, failing unless it is a 200.
+func ratesOf(t *testing.T, r response) list[rate] {
 	t.Helper()
-	var user string
-	if err := f.db.QueryRow(context.Background(), `SELECT id FROM users WHERE company_id = $1 LIMIT 1`, companyID).Scan(&user); err != nil {
-		t.Fatal(err)
+	if r.status != 200 {
+		t.Fatalf("list = %d %s", r.status, r.raw)
 	}
-	return f.bearer(t, user, companyID, kind, role)
+	return decode[list[rate]](t, r)
 }
 
 func csvHeaders(h map[string]string) map[string]string {
@@ -60,18 +68,18 @@ func TestKeepingExchangeRates(t *testing.T) {
 		return f.do(t, "PUT", "/api/rates"+query, h, body)
 	}
 	r := set(owner, "", `{"date": "2026-03-14", "base": "USD", "quote": "EUR", "rate": "0.917200"}`)
-	if r.status != 200 || r.body["rate"] != "0.9172" || r.body["date"] != "2026-03-14" || r.body["company_id"] != f.advID {
+	if got := decode[rate](t, r); r.status != 200 || got.Rate != "0.9172" || got.Date != "2026-03-14" || got.CompanyID != f.advID {
 		t.Fatalf("set: %d %s", r.status, r.raw)
 	}
 	// a correction replaces the day's rate
-	if r := set(owner, "", `{"date": "2026-03-14", "base": "USD", "quote": "EUR", "rate": "0.9175"}`); r.status != 200 || r.body["rate"] != "0.9175" {
+	if r := set(owner, "", `{"date": "2026-03-14", "base": "USD", "quote": "EUR", "rate": "0.9175"}`); r.status != 200 || decode[rate](t, r).Rate != "0.9175" {
 		t.Fatalf("correct: %d %s", r.status, r.raw)
 	}
 	if r := set(member, "", `{"date": "2026-03-14", "base": "USD", "quote": "EUR", "rate": "1"}`); r.status != 403 {
 		t.Fatalf("a member set a rate: %d %s", r.status, r.raw)
 	}
 	r = set(owner, "", `{"date": "14.03.2026", "base": "usd", "quote": "XXX", "rate": "-1"}`)
-	if r.status != 400 || r.body["code"] != "validation_failed" || len(r.body["errors"].([]any)) != 4 {
+	if r.status != 400 || r.problem.Code != "validation_failed" || len(r.problem.Errors) != 4 {
 		t.Fatalf("invalid: %d %s", r.status, r.raw)
 	}
 	if r := set(owner, "", `{"date": "2026-03-14", "base": "USD", "quote": "EUR", "rate": 0.9}`); r.status != 400 {
@@ -81,18 +89,25 @@ func TestKeepingExchangeRates(t *testing.T) {
 	// an upload with invalid lines stores nothing and names every line
 	bad := "date,base,quote,rate\n2026-03-15,USD,EUR,0.918\n2026-03-16,USD,EUR,abc\n2026-03-17,GBP\n2026-03-15,USD,EUR,0.919\n"
 	r = f.do(t, "POST", "/api/rates/import", csvHeaders(owner), bad)
-	if r.status != 422 || r.body["code"] != "invalid_rates" {
+	if r.status != 422 || r.problem.Code != "invalid_rates" {
 		t.Fatalf("bad upload: %d %s", r.status, r.raw)
 	}
 	var lines []string
-	for _, l := range r.body["lines"].([]any) {
-		e := l.(map[string]any)
-		lines = append(lines, fmt.Sprintf("%v:%v", e["line"], e["errors"].([]any)[0].(map[string]any)["field"]))
+	for _, l := range decode[struct {
+		Lines []struct {
+			Line   int          `json:"line"`
+			Errors []fieldError `json:"errors"`
+		} `json:"lines"`
+	}](t, r).Lines {
+		if len(l.Errors) == 0 {
+			t.Fatalf("line %d without errors: %s", l.Line, r.raw)
+		}
+		lines = append(lines, fmt.Sprintf("%v:%v", l.Line, l.Errors[0].Field))
 	}
 	if got := strings.Join(lines, " "); got != "3:rate 4:line 5:date" {
 		t.Fatalf("line errors %q", got)
 	}
-	if r := f.do(t, "GET", "/api/rates?from=2026-03-15", member, ""); len(r.body["data"].([]any)) != 0 {
+	if r := f.do(t, "GET", "/api/rates?from=2026-03-15", member, ""); len(ratesOf(t, r).Data) != 0 {
 		t.Fatalf("a refused upload stored rates: %s", r.raw)
 	}
 	if r := f.do(t, "POST", "/api/rates/import", csvHeaders(owner), "day,from,to,rate\n2026-03-15,USD,EUR,1\n"); r.status != 422 {
@@ -106,7 +121,7 @@ func TestKeepingExchangeRates(t *testing.T) {
 	for d := 1; d <= 10; d++ {
 		fmt.Fprintf(&good, "2026-03-%02d,USD,EUR,0.91%02d\r\n2026-03-%02d,EUR,JPY,161.%d\r\n", d, d, d, d)
 	}
-	if r := f.do(t, "POST", "/api/rates/import", csvHeaders(owner), good.String()); r.status != 200 || r.body["imported"] != float64(20) {
+	if r := f.do(t, "POST", "/api/rates/import", csvHeaders(owner), good.String()); r.status != 200 || decode[struct{ Imported int }](t, r).Imported != 20 {
 		t.Fatalf("upload: %d %s", r.status, r.raw)
 	}
 
@@ -118,11 +133,11 @@ func TestKeepingExchangeRates(t *testing.T) {
 		if r.status != 200 || page > 5 {
 			t.Fatalf("list: %d %s", r.status, r.raw)
 		}
-		for _, x := range r.body["data"].([]any) {
-			m := x.(map[string]any)
-			seen = append(seen, fmt.Sprintf("%s %s%s", m["date"], m["base"], m["quote"]))
+		p := ratesOf(t, r)
+		for _, x := range p.Data {
+			seen = append(seen, fmt.Sprintf("%s %s%s", x.Date, x.Base, x.Quote))
 		}
-		if cursor = r.body["next_cursor"].(string); cursor == "" {
+		if cursor = p.NextCursor; cursor == "" {
 			break
 		}
 	}
@@ -130,20 +145,20 @@ func TestKeepingExchangeRates(t *testing.T) {
 		t.Fatalf("listed %v", seen)
 	}
 	r = f.do(t, "GET", "/api/rates?base=EUR&quote=JPY&from=2026-03-02&to=2026-03-03", member, "")
-	if data := r.body["data"].([]any); len(data) != 2 || data[0].(map[string]any)["rate"] != "161.3" {
+	if data := ratesOf(t, r).Data; len(data) != 2 || data[0].Rate != "161.3" {
 		t.Fatalf("filtered: %s", r.raw)
 	}
-	if r := f.do(t, "GET", "/api/rates?from=yesterday&base=eur", member, ""); r.status != 400 || len(r.body["errors"].([]any)) != 2 {
+	if r := f.do(t, "GET", "/api/rates?from=yesterday&base=eur", member, ""); r.status != 400 || len(r.problem.Errors) != 2 {
 		t.Fatalf("bad filters: %d %s", r.status, r.raw)
 	}
 
 	// tenant isolation: another advertiser sees none of them and cannot name a company;
 	// an affiliate keeps no rates; the operator keeps anyone's
 	other := f.session(t, f.otherAdv, identity.Advertiser, "owner")
-	if r := f.do(t, "GET", "/api/rates", other, ""); r.status != 200 || len(r.body["data"].([]any)) != 0 {
+	if r := f.do(t, "GET", "/api/rates", other, ""); len(ratesOf(t, r).Data) != 0 {
 		t.Fatalf("another advertiser reads: %s", r.raw)
 	}
-	if r := f.do(t, "GET", "/api/rates?company_id="+f.advID, other, ""); r.status != 403 || r.body["code"] != "operator_only" {
+	if r := f.do(t, "GET", "/api/rates?company_id="+f.advID, other, ""); r.status != 403 || r.problem.Code != "operator_only" {
 		t.Fatalf("another advertiser names the company: %d %s", r.status, r.raw)
 	}
 	if r := set(other, "?company_id="+f.advID, `{"date": "2026-03-14", "base": "USD", "quote": "EUR", "rate": "9"}`); r.status != 403 {
@@ -154,17 +169,17 @@ func TestKeepingExchangeRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	affCo := f.session(t, affUser.CompanyID, identity.Affiliate, "owner")
-	if r := f.do(t, "GET", "/api/rates", affCo, ""); r.status != 403 || r.body["code"] != "advertiser_only" {
+	if r := f.do(t, "GET", "/api/rates", affCo, ""); r.status != 403 || r.problem.Code != "advertiser_only" {
 		t.Fatalf("an affiliate: %d %s", r.status, r.raw)
 	}
 	op := f.session(t, f.operator, identity.Advertiser, "admin")
-	if r := set(op, "?company_id="+f.advID, `{"date": "2026-03-14", "base": "GBP", "quote": "EUR", "rate": "1.17"}`); r.status != 200 || r.body["company_id"] != f.advID {
+	if r := set(op, "?company_id="+f.advID, `{"date": "2026-03-14", "base": "GBP", "quote": "EUR", "rate": "1.17"}`); r.status != 200 || decode[rate](t, r).CompanyID != f.advID {
 		t.Fatalf("the operator sets a rate: %d %s", r.status, r.raw)
 	}
-	if r := f.do(t, "GET", "/api/rates?base=GBP&company_id="+f.advID, op, ""); len(r.body["data"].([]any)) != 1 {
+	if r := f.do(t, "GET", "/api/rates?base=GBP&company_id="+f.advID, op, ""); len(ratesOf(t, r).Data) != 1 {
 		t.Fatalf("the operator reads: %s", r.raw)
 	}
-	if r := f.do(t, "GET", "/api/rates?base=GBP", member, ""); len(r.body["data"].([]any)) != 1 {
+	if r := f.do(t, "GET", "/api/rates?base=GBP", member, ""); len(ratesOf(t, r).Data) != 1 {
 		t.Fatalf("the advertiser sees the operator's rate: %s", r.raw)
 	}
 	if r := set(op, "?company_id="+ids.New(ids.Company), `{"date": "2026-03-14", "base": "GBP", "quote": "EUR", "rate": "1.17"}`); r.status != 404 {
@@ -173,5 +188,5 @@ func TestKeepingExchangeRates(t *testing.T) {
 }
 
 func TestTheRateRoutesAreDocumented(t *testing.T) {
-	assertAreaDocumented(t, newRatesFixture(t).fixture, "openapi/24-rates.yaml")
+	assertAreaDocumented(t, func(s *httpapi.Server) { s.MountRates(nil, httpapi.RatesOptions{}) }, "openapi/24-rates.yaml")
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ingest"
@@ -25,23 +24,17 @@ var statsToday = time.Date(2026, 6, 30, 15, 0, 0, 0, time.UTC)
 // database, holding traffic of the fixture's advertiser and affiliate and of strangers.
 type statsFixture struct {
 	*fixture
-	affID string
-	w     *ingest.Writer
-	ch    driver.Conn
-	chDB  string
+	w    *ingest.Writer
+	ch   driver.Conn
+	chDB string
 }
 
 func newStatsFixture(t *testing.T) *statsFixture {
 	t.Helper()
-	ctx := context.Background()
 	f := &statsFixture{fixture: newFixture(t)}
 	_, db, conn := chtest.Migrated(t)
 	f.srv.MountStats(stats.New(conn, db, stats.Options{Now: func() time.Time { return statsToday }}))
-	rec, err := f.ids.LookupKey(ctx, auth.HashKey(f.aff))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.affID, f.w, f.ch, f.chDB = rec.CompanyID, ingest.NewWriter(conn, db), conn, db
+	f.w, f.ch, f.chDB = ingest.NewWriter(conn, db), conn, db
 	return f
 }
 
@@ -84,16 +77,62 @@ func (f *statsFixture) get(t *testing.T, path string, query url.Values, headers 
 	return f.do(t, "GET", path+"?"+query.Encode(), headers, "")
 }
 
-func rowsOf(t *testing.T, r response) []map[string]any {
+// statsReport is a stats answer; a pointer tells null (or a missing field) from a value.
+type statsReport struct {
+	From       string       `json:"from"`
+	To         string       `json:"to"`
+	GroupBy    string       `json:"group_by"`
+	Currency   *string      `json:"currency"`
+	Currencies []string     `json:"currencies"`
+	Data       []statsRow   `json:"data"`
+	Totals     statsFigures `json:"totals"`
+	HasMore    bool         `json:"has_more"`
+}
+
+type statsRow struct {
+	Day         *string `json:"day"`
+	ProgramID   *string `json:"program_id"`
+	LinkID      *string `json:"link_id"`
+	Sub1        *string `json:"sub1"`
+	Attribution *string `json:"attribution"`
+	statsFigures
+}
+
+type statsFigures struct {
+	Clicks       int64 `json:"clicks"`
+	UniqueClicks int64 `json:"unique_clicks"`
+	Conversions  struct {
+		Total    int64 `json:"total"`
+		Approved int64 `json:"approved"`
+		Rejected int64 `json:"rejected"`
+	} `json:"conversions"`
+	SaleAmount     *string `json:"sale_amount"`
+	Commission     *string `json:"commission"`
+	EPC            *string `json:"epc"`
+	ConversionRate float64 `json:"conversion_rate"`
+	Amounts        []struct {
+		Currency   string `json:"currency"`
+		SaleAmount string `json:"sale_amount"`
+		Commission string `json:"commission"`
+		EPC        string `json:"epc"`
+	} `json:"amounts"`
+}
+
+// reportOf reads a stats answer, failing unless it is a 200.
+func reportOf(t *testing.T, r response) statsReport {
 	t.Helper()
 	if r.status != 200 {
 		t.Fatalf("status %d: %s", r.status, r.raw)
 	}
-	var out []map[string]any
-	for _, row := range r.body["data"].([]any) {
-		out = append(out, row.(map[string]any))
+	return decode[statsReport](t, r)
+}
+
+// orNil is an optional string to print: the string, or <nil>.
+func orNil(s *string) any {
+	if s == nil {
+		return nil
 	}
-	return out
+	return *s
 }
 
 func TestStatsByDayListEveryDayWithMoneyAsDecimalStrings(t *testing.T) {
@@ -102,9 +141,10 @@ func TestStatsByDayListEveryDayWithMoneyAsDecimalStrings(t *testing.T) {
 	f.conversion(t, "cnv_1", "2026-06-01", f.advID, f.affID, "prg_1", "EUR", events.CommissionApproved, 12000, 1250)
 	f.conversion(t, "cnv_2", "2026-06-03", f.advID, f.affID, "prg_1", "EUR", events.CommissionRejected, 5000, 500)
 
-	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-01"}, "to": {"2026-06-03"}}, map[string]string{"x-api-key": f.adv})
-	rows := rowsOf(t, r)
-	if r.body["currency"] != "EUR" || r.body["group_by"] != "day" || r.body["from"] != "2026-06-01" || r.body["to"] != "2026-06-03" {
+	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-01"}, "to": {"2026-06-03"}}, apiKey(f.adv))
+	rep := reportOf(t, r)
+	rows := rep.Data
+	if str(rep.Currency) != "EUR" || rep.GroupBy != "day" || rep.From != "2026-06-01" || rep.To != "2026-06-03" {
 		t.Fatalf("report header %s", r.raw)
 	}
 	want := []string{
@@ -116,39 +156,40 @@ func TestStatsByDayListEveryDayWithMoneyAsDecimalStrings(t *testing.T) {
 		t.Fatalf("%d rows, want %d: %s", len(rows), len(want), r.raw)
 	}
 	for i, row := range rows {
-		if got := describe(row); got != want[i] {
+		if got := describe(row.Day, row.statsFigures); got != want[i] {
 			t.Errorf("row %d:\n got  %s\n want %s", i, got, want[i])
 		}
 	}
-	if got := describe(r.body["totals"].(map[string]any)); got != `day=<nil> clicks=4 unique=4 total=2 approved=1 rejected=1 sale=120.00 commission=12.50 epc=3.13 rate=0.25` {
+	if got := describe(nil, rep.Totals); got != `day=<nil> clicks=4 unique=4 total=2 approved=1 rejected=1 sale=120.00 commission=12.50 epc=3.13 rate=0.25` {
 		t.Errorf("totals %s", got)
 	}
 }
 
-func describe(row map[string]any) string {
-	c := row["conversions"].(map[string]any)
+func describe(day *string, f statsFigures) string {
+	c := f.Conversions
 	return fmt.Sprintf("day=%v clicks=%v unique=%v total=%v approved=%v rejected=%v sale=%v commission=%v epc=%v rate=%v",
-		row["day"], row["clicks"], row["unique_clicks"], c["total"], c["approved"], c["rejected"], row["sale_amount"],
-		row["commission"], row["epc"], row["conversion_rate"])
+		orNil(day), f.Clicks, f.UniqueClicks, c.Total, c.Approved, c.Rejected, orNil(f.SaleAmount),
+		orNil(f.Commission), orNil(f.EPC), f.ConversionRate)
 }
 
 func TestStatsDefaultToTheLast30DaysAndNoTrafficMeansZeroEPC(t *testing.T) {
 	f := newStatsFixture(t)
-	r := f.get(t, "/api/partner-api/stats", nil, map[string]string{"x-api-key": f.adv})
-	rows := rowsOf(t, r)
-	if len(rows) != 30 || rows[0]["day"] != "2026-06-01" || rows[29]["day"] != "2026-06-30" {
-		t.Fatalf("%d rows from %v to %v, want the 30 days 2026-06-01..2026-06-30", len(rows), rows[0]["day"], rows[len(rows)-1]["day"])
+	r := f.get(t, "/api/partner-api/stats", nil, apiKey(f.adv))
+	rep := reportOf(t, r)
+	rows := rep.Data
+	if len(rows) != 30 || str(rows[0].Day) != "2026-06-01" || str(rows[29].Day) != "2026-06-30" {
+		t.Fatalf("%d rows, want the 30 days 2026-06-01..2026-06-30: %s", len(rows), r.raw)
 	}
 	for _, row := range rows {
-		if row["epc"] != "0.00" || row["conversion_rate"] != 0.0 || row["clicks"] != 0.0 {
-			t.Fatalf("a day without traffic reads %v", row)
+		if str(row.EPC) != "0.00" || row.ConversionRate != 0 || row.Clicks != 0 {
+			t.Fatalf("a day without traffic reads %+v", row)
 		}
 	}
-	if r.body["currency"] != nil {
-		t.Errorf("currency = %v, want null without conversions", r.body["currency"])
+	if rep.Currency != nil {
+		t.Errorf("currency = %v, want null without conversions", *rep.Currency)
 	}
-	r = f.get(t, "/api/v1/stats", url.Values{"group_by": {"program"}}, map[string]string{"x-api-key": f.adv})
-	if rows := rowsOf(t, r); len(rows) != 0 || describe(r.body["totals"].(map[string]any)) != `day=<nil> clicks=0 unique=0 total=0 approved=0 rejected=0 sale=0.00 commission=0.00 epc=0.00 rate=0` {
+	r = f.get(t, "/api/v1/stats", url.Values{"group_by": {"program"}}, apiKey(f.adv))
+	if rep := reportOf(t, r); len(rep.Data) != 0 || describe(nil, rep.Totals) != `day=<nil> clicks=0 unique=0 total=0 approved=0 rejected=0 sale=0.00 commission=0.00 epc=0.00 rate=0` {
 		t.Errorf("by program without traffic: %s", r.raw)
 	}
 }
@@ -162,29 +203,29 @@ func TestStatsShowEachCompanyOnlyItsOwnFigures(t *testing.T) {
 	f.clicks(t, 7, "2026-06-10", f.advID, "co_other_aff", "prg_mine", "lnk_other", "c")
 	f.clicks(t, 11, "2026-06-10", "co_stranger", "co_other_aff", "prg_theirs", "lnk_far", "d")
 	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"link"}}
-	clicksByLink := func(headers map[string]string) map[string]float64 {
-		out := map[string]float64{}
-		for _, row := range rowsOf(t, f.get(t, "/api/v1/stats", q, headers)) {
-			out[row["link_id"].(string)] = row["clicks"].(float64)
+	clicksByLink := func(headers map[string]string) map[string]int64 {
+		out := map[string]int64{}
+		for _, row := range reportOf(t, f.get(t, "/api/v1/stats", q, headers)).Data {
+			out[str(row.LinkID)] = row.Clicks
 		}
 		return out
 	}
-	if got := clicksByLink(map[string]string{"x-api-key": f.adv}); fmt.Sprint(got) != "map[lnk_mine:3 lnk_other:7]" {
+	if got := clicksByLink(apiKey(f.adv)); fmt.Sprint(got) != "map[lnk_mine:3 lnk_other:7]" {
 		t.Errorf("the advertiser sees %v, want its programs' links only", got)
 	}
-	if got := clicksByLink(map[string]string{"x-api-key": f.aff}); fmt.Sprint(got) != "map[lnk_mine:3 lnk_theirs:5]" {
+	if got := clicksByLink(apiKey(f.aff)); fmt.Sprint(got) != "map[lnk_mine:3 lnk_theirs:5]" {
 		t.Errorf("the affiliate sees %v, want its own links only", got)
 	}
 	// A program filter cannot reach into another company's program.
 	q.Set("program_id", "prg_theirs")
-	if got := clicksByLink(map[string]string{"x-api-key": f.adv}); len(got) != 0 {
+	if got := clicksByLink(apiKey(f.adv)); len(got) != 0 {
 		t.Errorf("the advertiser filtering on a stranger's program sees %v", got)
 	}
 	// The dashboard serves the same figures to a signed-in member.
 	r := f.get(t, "/api/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"sub1"}}, f.dashboardAs(t, identity.Affiliate, "member"))
 	var subs []string
-	for _, row := range rowsOf(t, r) {
-		subs = append(subs, fmt.Sprintf("%v:%v", row["sub1"], row["clicks"]))
+	for _, row := range reportOf(t, r).Data {
+		subs = append(subs, fmt.Sprintf("%v:%v", orNil(row.Sub1), row.Clicks))
 	}
 	if got := strings.Join(subs, " "); got != "b:5 a:3" {
 		t.Errorf("the affiliate's dashboard by sub1 = %q, want \"b:5 a:3\" (most clicks first)", got)
@@ -195,13 +236,14 @@ func TestStatsLimitCutsTheRowsButNotTheTotals(t *testing.T) {
 	f := newStatsFixture(t)
 	f.clicks(t, 2, "2026-06-10", f.advID, f.affID, "prg_1", "lnk_small", "")
 	f.clicks(t, 9, "2026-06-10", f.advID, f.affID, "prg_1", "lnk_big", "")
-	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"link"}, "limit": {"1"}}, map[string]string{"x-api-key": f.adv})
-	rows := rowsOf(t, r)
-	if len(rows) != 1 || rows[0]["link_id"] != "lnk_big" || rows[0]["program_id"] != "prg_1" || r.body["has_more"] != true {
+	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"link"}, "limit": {"1"}}, apiKey(f.adv))
+	rep := reportOf(t, r)
+	rows := rep.Data
+	if len(rows) != 1 || str(rows[0].LinkID) != "lnk_big" || str(rows[0].ProgramID) != "prg_1" || !rep.HasMore {
 		t.Fatalf("limit 1: %s", r.raw)
 	}
-	if r.body["totals"].(map[string]any)["clicks"] != 11.0 {
-		t.Errorf("totals cover %v clicks, want all 11", r.body["totals"].(map[string]any)["clicks"])
+	if rep.Totals.Clicks != 11 {
+		t.Errorf("totals cover %v clicks, want all 11", rep.Totals.Clicks)
 	}
 }
 
@@ -211,9 +253,10 @@ func TestStatsNeverMixCurrencies(t *testing.T) {
 	f.conversion(t, "cnv_jpy", "2026-06-10", "co_b", f.affID, "prg_jpy", "JPY", events.CommissionPaid, 20000, 1500)
 	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}}
 	q.Set("currency", "JPY")
-	r := f.get(t, "/api/v1/stats", q, map[string]string{"x-api-key": f.aff})
-	rows := rowsOf(t, r)
-	if r.body["currency"] != "JPY" || rows[0]["commission"] != "1500" || rows[0]["sale_amount"] != "20000" || rows[0]["conversions"].(map[string]any)["total"] != 1.0 {
+	r := f.get(t, "/api/v1/stats", q, apiKey(f.aff))
+	rep := reportOf(t, r)
+	rows := rep.Data
+	if str(rep.Currency) != "JPY" || len(rows) == 0 || str(rows[0].Commission) != "1500" || str(rows[0].SaleAmount) != "20000" || rows[0].Conversions.Total != 1 {
 		t.Errorf("in JPY: %s", r.raw)
 	}
 }
@@ -230,11 +273,10 @@ func TestTheStatsOfAnAffiliateInTwoCurrenciesArePerCurrency(t *testing.T) {
 		statsConversion("cnv_usd1", "2026-06-11", "co_b", f.affID, "prg_usd", "USD", events.CommissionPending, 20001, 2001),
 	})
 	q := url.Values{"from": {"2026-06-10"}, "to": {"2026-06-11"}}
-	amounts := func(fig map[string]any) string {
+	amounts := func(fig statsFigures) string {
 		var out []string
-		for _, a := range fig["amounts"].([]any) {
-			m := a.(map[string]any)
-			out = append(out, fmt.Sprintf("%s %s/%s/%s", m["currency"], m["sale_amount"], m["commission"], m["epc"]))
+		for _, a := range fig.Amounts {
+			out = append(out, fmt.Sprintf("%s %s/%s/%s", a.Currency, a.SaleAmount, a.Commission, a.EPC))
 		}
 		return strings.Join(out, ", ")
 	}
@@ -242,38 +284,40 @@ func TestTheStatsOfAnAffiliateInTwoCurrenciesArePerCurrency(t *testing.T) {
 		path    string
 		headers map[string]string
 	}{
-		{"/api/v1/stats", map[string]string{"x-api-key": f.aff}},
-		{"/api/partner-api/stats", map[string]string{"x-api-key": f.aff}},
+		{"/api/v1/stats", apiKey(f.aff)},
+		{"/api/partner-api/stats", apiKey(f.aff)},
 		{"/api/stats", f.statsSession(t)},
 	} {
 		r := f.get(t, route.path, q, route.headers)
-		rows := rowsOf(t, r)
-		totals := r.body["totals"].(map[string]any)
-		if r.body["currency"] != nil || fmt.Sprint(r.body["currencies"]) != "[EUR USD]" || totals["clicks"] != 10.0 ||
-			totals["conversions"].(map[string]any)["total"] != 3.0 || totals["commission"] != nil || totals["sale_amount"] != nil || totals["epc"] != nil {
+		rep := reportOf(t, r)
+		rows, totals := rep.Data, rep.Totals
+		if rep.Currency != nil || fmt.Sprint(rep.Currencies) != "[EUR USD]" || totals.Clicks != 10 ||
+			totals.Conversions.Total != 3 || totals.Commission != nil || totals.SaleAmount != nil || totals.EPC != nil {
 			t.Fatalf("%s: %s", route.path, r.raw)
 		}
 		// EUR 10.00 over 10 clicks, USD 20.01 over 10 clicks (2.001 rounds half up to 2.00)
 		if got := amounts(totals); got != "EUR 100.00/10.00/1.00, USD 200.01/20.01/2.00" {
 			t.Errorf("%s totals: %s", route.path, got)
 		}
-		if len(rows) != 2 || amounts(rows[0]) != "EUR 100.00/10.00/2.50, USD 0.00/0.00/0.00" || amounts(rows[1]) != "EUR 0.00/0.00/0.00, USD 200.01/20.01/3.34" ||
-			rows[1]["conversions"].(map[string]any)["total"] != 2.0 {
+		if len(rows) != 2 || amounts(rows[0].statsFigures) != "EUR 100.00/10.00/2.50, USD 0.00/0.00/0.00" || amounts(rows[1].statsFigures) != "EUR 0.00/0.00/0.00, USD 200.01/20.01/3.34" ||
+			rows[1].Conversions.Total != 2 {
 			t.Errorf("%s rows: %s", route.path, r.raw)
 		}
 	}
 	// currency narrows conversions and amounts to one, in the fields as they always were
 	q.Set("currency", "USD")
-	r := f.get(t, "/api/partner-api/stats", q, map[string]string{"x-api-key": f.aff})
-	totals := r.body["totals"].(map[string]any)
-	if r.status != 200 || r.body["currency"] != "USD" || totals["commission"] != "20.01" || totals["epc"] != "2.00" ||
-		totals["conversions"].(map[string]any)["total"] != 1.0 || amounts(totals) != "USD 200.01/20.01/2.00" {
+	r := f.get(t, "/api/partner-api/stats", q, apiKey(f.aff))
+	rep := reportOf(t, r)
+	totals := rep.Totals
+	if str(rep.Currency) != "USD" || str(totals.Commission) != "20.01" || str(totals.EPC) != "2.00" ||
+		totals.Conversions.Total != 1 || amounts(totals) != "USD 200.01/20.01/2.00" {
 		t.Fatalf("narrowed to USD: %s", r.raw)
 	}
 	// a program's own figures have one currency, also without asking
 	q.Del("currency")
 	q.Set("program_id", "prg_eur")
-	if r := f.get(t, "/api/v1/stats", q, map[string]string{"x-api-key": f.aff}); r.body["currency"] != "EUR" || r.body["totals"].(map[string]any)["commission"] != "10.00" {
+	r = f.get(t, "/api/v1/stats", q, apiKey(f.aff))
+	if rep := reportOf(t, r); str(rep.Currency) != "EUR" || str(rep.Totals.Commission) != "10.00" {
 		t.Fatalf("one program: %s", r.raw)
 	}
 }
@@ -284,8 +328,21 @@ func (f *statsFixture) statsSession(t *testing.T) map[string]string {
 	return f.session(t, f.affID, identity.Affiliate, "member")
 }
 
+// unqueriedStats validates parameters as the stats service does, without ClickHouse, and
+// fails the test if a request reaches the query: refused input must never be queried.
+type unqueriedStats struct {
+	*stats.Service
+	t *testing.T
+}
+
+func (s unqueriedStats) Query(context.Context, stats.Scope, stats.Params) ([]stats.Row, error) {
+	s.t.Error("a refused request was queried")
+	return nil, nil
+}
+
 func TestStatsRejectBadInputWithAClearMessage(t *testing.T) {
-	f := newStatsFixture(t)
+	f := newFakeFixture(t)
+	f.srv.MountStats(unqueriedStats{stats.New(nil, "", stats.Options{Now: func() time.Time { return statsToday }}), t})
 	tests := []struct {
 		name  string
 		query url.Values
@@ -302,18 +359,20 @@ func TestStatsRejectBadInputWithAClearMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := f.get(t, "/api/partner-api/stats", tt.query, map[string]string{"x-api-key": f.adv})
-			if r.status != 400 || r.body["code"] != "validation_failed" {
+			r := f.do(t, "GET", "/api/partner-api/stats?"+tt.query.Encode(), apiKey(f.adv), "")
+			if r.status != 400 || r.problem.Code != "validation_failed" {
 				t.Fatalf("status %d: %s", r.status, r.raw)
 			}
-			errs := r.body["errors"].([]any)
-			e := errs[0].(map[string]any)
-			if e["field"] != tt.field || !strings.Contains(e["message"].(string), tt.says) {
+			if len(r.problem.Errors) == 0 {
+				t.Fatalf("no field errors: %s", r.raw)
+			}
+			e := r.problem.Errors[0]
+			if e.Field != tt.field || !strings.Contains(e.Message, tt.says) {
 				t.Errorf("error %v, want field %s saying %q", e, tt.field, tt.says)
 			}
 		})
 	}
-	if r := f.get(t, "/api/v1/stats", nil, nil); r.status != 401 {
+	if r := f.do(t, "GET", "/api/v1/stats", nil, ""); r.status != 401 {
 		t.Errorf("without a key: %d", r.status)
 	}
 }
@@ -341,18 +400,18 @@ func TestStatsSumLargeCommissionsExactly(t *testing.T) {
 		path    string
 		headers map[string]string
 	}{
-		{"/api/v1/stats", map[string]string{"x-api-key": f.adv}},
-		{"/api/partner-api/stats", map[string]string{"x-api-key": f.aff}},
+		{"/api/v1/stats", apiKey(f.adv)},
+		{"/api/partner-api/stats", apiKey(f.aff)},
 		{"/api/stats", f.dashboardAs(t, identity.Advertiser, "member")},
 	} {
 		r := f.get(t, c.path, q, c.headers)
-		rows := rowsOf(t, r)
-		if len(rows) != 1 {
+		rep := reportOf(t, r)
+		if len(rep.Data) != 1 {
 			t.Fatalf("%s: %s", c.path, r.raw)
 		}
-		for name, fig := range map[string]map[string]any{"row": rows[0], "totals": r.body["totals"].(map[string]any)} {
-			got := fmt.Sprintf("clicks=%v total=%v sale=%v commission=%v epc=%v", fig["clicks"], fig["conversions"].(map[string]any)["total"],
-				fig["sale_amount"], fig["commission"], fig["epc"])
+		for name, fig := range map[string]statsFigures{"row": rep.Data[0].statsFigures, "totals": rep.Totals} {
+			got := fmt.Sprintf("clicks=%v total=%v sale=%v commission=%v epc=%v", fig.Clicks, fig.Conversions.Total,
+				orNil(fig.SaleAmount), orNil(fig.Commission), orNil(fig.EPC))
 			if got != want {
 				t.Errorf("%s %s:\n got  %s\n want %s", c.path, name, got, want)
 			}
@@ -368,13 +427,13 @@ func TestStatsByAttribution(t *testing.T) {
 	click := statsConversion("cnv_k", "2026-06-10", f.advID, f.affID, "prg_1", "EUR", events.CommissionApproved, 2000, 200)
 	click.Attribution = "click"
 	f.conversions(t, []ingest.Conversion{coupon, click})
-	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"attribution"}}, map[string]string{"x-api-key": f.adv})
-	rows := rowsOf(t, r)
+	r := f.get(t, "/api/v1/stats", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-10"}, "group_by": {"attribution"}}, apiKey(f.adv))
+	rep := reportOf(t, r)
 	got := map[string]string{}
-	for _, row := range rows {
-		got[row["attribution"].(string)] = fmt.Sprintf("%v/%v", row["clicks"], row["commission"])
+	for _, row := range rep.Data {
+		got[str(row.Attribution)] = fmt.Sprintf("%v/%v", row.Clicks, orNil(row.Commission))
 	}
-	if len(got) != 2 || got["coupon"] != "0/5.00" || got["click"] != "0/2.00" || r.body["group_by"] != "attribution" {
+	if len(got) != 2 || got["coupon"] != "0/5.00" || got["click"] != "0/2.00" || rep.GroupBy != "attribution" {
 		t.Fatalf("by attribution: %s", r.raw)
 	}
 }

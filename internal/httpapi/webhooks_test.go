@@ -5,8 +5,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"os"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,28 +20,21 @@ import (
 
 	"github.com/partnerstream/partnerstream/api/v1alpha1"
 	"github.com/partnerstream/partnerstream/controllers"
-	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
-	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/page"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
-	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
-
-// kube is the envtest control plane of the package's tests (nil without KUBEBUILDER_ASSETS;
-// the tests that need it then skip, through kube.Require).
-var kube *kubetest.Env
-
-func TestMain(m *testing.M) { os.Exit(kubetest.Run(m, &kube)) }
 
 // webhookFixture is the API fixture with the webhook routes on a namespace of the control
 // plane, where the real controller runs with a clock the test can move.
 type webhookFixture struct {
 	*fixture
-	ns    string
-	skew  atomic.Int64 // moves the controller's clock forward (nanoseconds)
-	affID string
+	ns   string
+	skew atomic.Int64 // moves the controller's clock forward (nanoseconds)
 	// Dashboard sessions and API keys of both companies.
 	adv, aff, member map[string]string
 	advKey, affKey   map[string]string
@@ -56,48 +50,8 @@ func newWebhookFixture(t *testing.T) *webhookFixture {
 	})
 	f.srv.MountWebhooks(webhooks.NewService(kube.Client, webhooks.Options{Namespace: f.ns}))
 	f.adv, f.aff, f.member = f.dashboardAs(t, "advertiser", "owner"), f.dashboardAs(t, "affiliate", "admin"), f.dashboardAs(t, "advertiser", "member")
-	f.advKey, f.affKey = map[string]string{"x-api-key": f.fixture.adv}, map[string]string{"x-api-key": f.fixture.aff}
-	rec, err := f.ids.LookupKey(context.Background(), auth.HashKey(f.fixture.aff))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.affID = rec.CompanyID
+	f.advKey, f.affKey = apiKey(f.fixture.adv), apiKey(f.fixture.aff)
 	return f
-}
-
-// newBareFixture is newFixture with a server of its own that has no routes yet (beyond the
-// built-in ones): an area's tests mount their services (a control plane, a test clock) on it
-// whatever newFixture mounts, since the first handler registered for a route is the one
-// that answers.
-func newBareFixture(t *testing.T) *fixture {
-	t.Helper()
-	var opts *httpapi.Options
-	f := newFixture(t, func(o *httpapi.Options) { opts = o })
-	f.srv = httpapi.New(*opts)
-	return f
-}
-
-// dashboardAs returns the headers of a dashboard session of the company's owner user,
-// signed in with the given role.
-func (f *fixture) dashboardAs(t *testing.T, kind, role string) map[string]string {
-	t.Helper()
-	u, err := f.ids.UserByEmail(context.Background(), kind+"@example.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f.bearer(t, u.ID, u.CompanyID, kind, role)
-}
-
-// bearer returns the headers of a dashboard session of the user, in its company of kind,
-// signed in with role.
-func (f *fixture) bearer(t *testing.T, userID, companyID, kind, role string) map[string]string {
-	t.Helper()
-	tok, err := f.sessions.Issue(context.Background(), session.Subject{UserID: userID, CompanyID: companyID,
-		CompanyKind: kind, Role: role, Locale: "en"}, session.Meta{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return map[string]string{"Authorization": "Bearer " + tok.Access}
 }
 
 const orderHook = `{"url": "https://receiver.example/hooks", "events": ["conversion.created", "conversion.approved"], "description": "orders"}`
@@ -109,9 +63,8 @@ func (f *webhookFixture) create(t *testing.T, who map[string]string, body string
 	if r.status != 201 {
 		t.Fatalf("create = %d %s", r.status, r.raw)
 	}
-	id, _ := r.body["id"].(string)
-	secret, _ := r.body["secret"].(string)
-	return id, secret
+	w := decode[webhook](t, r)
+	return w.ID, str(w.Secret)
 }
 
 // signingSecret reads the Webhook's signing Secret as the delivery workers would.
@@ -129,26 +82,18 @@ func (f *webhookFixture) signingSecret(t *testing.T, id string) signing.Keys {
 	return keys
 }
 
-// listed returns the ids of a webhook list response.
-func listed(t *testing.T, r response) []string {
-	t.Helper()
-	if r.status != 200 {
-		t.Fatalf("list = %d %s", r.status, r.raw)
-	}
-	var out []string
-	for _, w := range r.body["data"].([]any) {
-		out = append(out, w.(map[string]any)["id"].(string))
-	}
-	return out
-}
-
-func contains(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
+// webhook is a webhook answer; a pointer tells a missing field (or null) from an empty one.
+type webhook struct {
+	ID                         string   `json:"id"`
+	CompanyID                  string   `json:"company_id"`
+	URL                        string   `json:"url"`
+	Description                string   `json:"description"`
+	Events                     []string `json:"events"`
+	Ready                      bool     `json:"ready"`
+	Suspended                  bool     `json:"suspended"`
+	RotationGracePeriodSeconds int64    `json:"rotation_grace_period_seconds"`
+	Secret                     *string  `json:"secret"`
+	PreviousSecretExpiresAt    *string  `json:"previous_secret_expires_at"`
 }
 
 // standardSignature is the Standard Webhooks v1 signature of a delivery.
@@ -165,11 +110,12 @@ func TestCreatingAWebhookReturnsTheSecretThatSigns(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("create = %d %s", r.status, r.raw)
 	}
-	if r.body["company_id"] != f.advID || r.body["ready"] != true || r.body["rotation_grace_period_seconds"] != float64(86400) ||
-		r.body["url"] != "https://receiver.example/hooks" || r.body["description"] != "orders" || r.header.Get("Cache-Control") != "no-store" {
+	w := decode[webhook](t, r)
+	if w.CompanyID != f.advID || !w.Ready || w.RotationGracePeriodSeconds != 86400 ||
+		w.URL != "https://receiver.example/hooks" || w.Description != "orders" || r.header.Get("Cache-Control") != "no-store" || w.Secret == nil {
 		t.Fatalf("created %s", r.raw)
 	}
-	id, secret := r.body["id"].(string), r.body["secret"].(string)
+	id, secret := w.ID, *w.Secret
 	returned, err := signing.Key(secret)
 	if err != nil {
 		t.Fatalf("the returned secret: %v", err)
@@ -186,10 +132,10 @@ func TestCreatingAWebhookReturnsTheSecretThatSigns(t *testing.T) {
 	}
 
 	got := f.do(t, "GET", "/api/webhooks/"+id, f.adv, "")
-	if got.status != 200 || got.body["id"] != id || got.body["secret"] != nil || strings.Contains(got.raw, secret) {
+	if w := decode[webhook](t, got); got.status != 200 || w.ID != id || w.Secret != nil || strings.Contains(got.raw, secret) {
 		t.Fatalf("get = %d %s", got.status, got.raw)
 	}
-	if l := f.do(t, "GET", "/api/webhooks", f.adv, ""); strings.Contains(l.raw, secret) || !contains(listed(t, l), id) {
+	if l := f.do(t, "GET", "/api/webhooks", f.adv, ""); strings.Contains(l.raw, secret) || !slices.Contains(idsOf(t, l), id) {
 		t.Fatalf("list = %s", l.raw)
 	}
 }
@@ -208,18 +154,18 @@ func TestACompanyNeverReachesAnothersWebhook(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if r := f.do(t, c.method, c.path, f.aff, c.body); r.status != 404 || r.body["code"] != "not_found" {
+			if r := f.do(t, c.method, c.path, f.aff, c.body); r.status != 404 || r.problem.Code != "not_found" {
 				t.Fatalf("%s %s = %d %s", c.method, c.path, r.status, r.raw)
 			}
 		})
 	}
-	if ids := listed(t, f.do(t, "GET", "/api/webhooks", f.aff, "")); len(ids) != 0 {
+	if ids := idsOf(t, f.do(t, "GET", "/api/webhooks", f.aff, "")); len(ids) != 0 {
 		t.Fatalf("the other company lists %v", ids)
 	}
-	if got := f.do(t, "GET", "/api/webhooks/"+id, f.adv, ""); got.body["description"] != "orders" {
+	if got := f.do(t, "GET", "/api/webhooks/"+id, f.adv, ""); decode[webhook](t, got).Description != "orders" {
 		t.Fatalf("the other company's PATCH changed it: %s", got.raw)
 	}
-	if ids := listed(t, f.do(t, "GET", "/api/webhooks", f.adv, "")); len(ids) != 1 || ids[0] != id {
+	if ids := idsOf(t, f.do(t, "GET", "/api/webhooks", f.adv, "")); len(ids) != 1 || ids[0] != id {
 		t.Fatalf("the owner lists %v", ids)
 	}
 }
@@ -228,11 +174,12 @@ func TestPatchingAndDeletingAWebhook(t *testing.T) {
 	f := newWebhookFixture(t)
 	id, _ := f.create(t, f.adv, orderHook)
 	r := f.do(t, "PATCH", "/api/webhooks/"+id, f.adv, `{"url": "https://elsewhere.example/h", "events": ["partnership.created"], "suspended": true, "rotation_grace_period_seconds": 3600}`)
-	if r.status != 200 || r.body["url"] != "https://elsewhere.example/h" || r.body["suspended"] != true ||
-		r.body["rotation_grace_period_seconds"] != float64(3600) || r.body["description"] != "orders" {
+	w := decode[webhook](t, r)
+	if r.status != 200 || w.URL != "https://elsewhere.example/h" || !w.Suspended ||
+		w.RotationGracePeriodSeconds != 3600 || w.Description != "orders" {
 		t.Fatalf("patch = %d %s", r.status, r.raw)
 	}
-	if ev := r.body["events"].([]any); len(ev) != 1 || ev[0] != "partnership.created" {
+	if ev := w.Events; len(ev) != 1 || ev[0] != "partnership.created" {
 		t.Fatalf("events after patch: %v", ev)
 	}
 	if r := f.do(t, "DELETE", "/api/webhooks/"+id, f.adv, ""); r.status != 204 {
@@ -259,18 +206,18 @@ func TestAWebhookAppliedWithKubectlAppearsInItsCompanysListOnly(t *testing.T) {
 	var id string
 	testenv.Eventually(t, 15*time.Second, func() (bool, string) {
 		r := f.do(t, "GET", "/api/webhooks", f.adv, "")
-		for _, d := range r.body["data"].([]any) {
-			if d := d.(map[string]any); d["url"] == "https://hooks.acme.example/partnerstream" {
-				id = d["id"].(string)
+		for _, d := range decode[list[webhook]](t, r).Data {
+			if d.URL == "https://hooks.acme.example/partnerstream" {
+				id = d.ID
 				return true, ""
 			}
 		}
 		return false, "the applied Webhook is not in its company's list: " + r.raw
 	})
-	if ids := listed(t, f.do(t, "GET", "/api/v1/webhooks", f.advKey, "")); !contains(ids, id) {
+	if ids := idsOf(t, f.do(t, "GET", "/api/v1/webhooks", f.advKey, "")); !slices.Contains(ids, id) {
 		t.Fatalf("the public API does not list it: %v", ids)
 	}
-	if r := f.do(t, "GET", "/api/webhooks/"+id, f.adv, ""); r.status != 200 || r.body["id"] != id {
+	if r := f.do(t, "GET", "/api/webhooks/"+id, f.adv, ""); r.status != 200 || decode[webhook](t, r).ID != id {
 		t.Fatalf("get by its company = %d %s", r.status, r.raw)
 	}
 	for name, who := range map[string]map[string]string{"dashboard": f.aff, "public API": f.affKey} {
@@ -278,7 +225,7 @@ func TestAWebhookAppliedWithKubectlAppearsInItsCompanysListOnly(t *testing.T) {
 		if name == "public API" {
 			path = "/api/v1/webhooks"
 		}
-		if ids := listed(t, f.do(t, "GET", path, who, "")); contains(ids, id) {
+		if ids := idsOf(t, f.do(t, "GET", path, who, "")); slices.Contains(ids, id) {
 			t.Errorf("another company's %s list has it", name)
 		}
 	}
@@ -295,13 +242,14 @@ func TestRotationReturnsANewSecretAndTheOldOneSignsUntilTheGraceEnds(t *testing.
 	if r.status != 200 || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("rotate = %d %s", r.status, r.raw)
 	}
-	second, _ := r.body["secret"].(string)
+	rotated := decode[webhook](t, r)
+	second := str(rotated.Secret)
 	if _, err := signing.Key(second); err != nil || second == first {
 		t.Fatalf("rotation returned %q...: %v", second[:min(len(second), 8)], err)
 	}
-	expires, err := time.Parse(time.RFC3339, r.body["previous_secret_expires_at"].(string))
+	expires, err := time.Parse(time.RFC3339, str(rotated.PreviousSecretExpiresAt))
 	if err != nil || expires.Before(before.Add(24*time.Hour)) || expires.After(time.Now().Add(24*time.Hour)) {
-		t.Fatalf("previous_secret_expires_at = %v, want about 24h from now", r.body["previous_secret_expires_at"])
+		t.Fatalf("previous_secret_expires_at = %v, want about 24h from now", str(rotated.PreviousSecretExpiresAt))
 	}
 	keys := f.signingSecret(t, id)
 	if keys.Current != second || keys.Previous != first || !keys.PreviousExpiresAt.Equal(expires) {
@@ -319,7 +267,7 @@ func TestRotationReturnsANewSecretAndTheOldOneSignsUntilTheGraceEnds(t *testing.
 	})
 	testenv.Eventually(t, 15*time.Second, func() (bool, string) {
 		r := f.do(t, "GET", "/api/webhooks/"+id, f.adv, "")
-		return r.body["previous_secret_expires_at"] == nil, "previous_secret_expires_at is still shown: " + r.raw
+		return r.status == 200 && decode[webhook](t, r).PreviousSecretExpiresAt == nil, "previous_secret_expires_at is still shown: " + r.raw
 	})
 }
 
@@ -362,29 +310,68 @@ func TestInvalidWebhooksAreRefusedWithTheReason(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := f.do(t, c.method, c.path, f.adv, c.body)
-			if r.status != 400 || r.body["code"] != c.code || !strings.Contains(r.raw, c.message) {
+			if r.status != 400 || r.problem.Code != c.code || !strings.Contains(r.raw, c.message) {
 				t.Fatalf("= %d %s; want 400 %s with %q", r.status, r.raw, c.code, c.message)
 			}
 			if c.field == "" {
 				return
 			}
-			for _, e := range r.body["errors"].([]any) {
-				if e := e.(map[string]any); e["field"] == c.field && strings.Contains(e["message"].(string), c.message) {
+			for _, e := range r.problem.Errors {
+				if e.Field == c.field && strings.Contains(e.Message, c.message) {
 					return
 				}
 			}
 			t.Fatalf("no error on field %q with %q: %s", c.field, c.message, r.raw)
 		})
 	}
-	if ids := listed(t, f.do(t, "GET", "/api/webhooks", f.adv, "")); len(ids) != 1 {
+	if ids := idsOf(t, f.do(t, "GET", "/api/webhooks", f.adv, "")); len(ids) != 1 {
 		t.Fatalf("refused webhooks were created: %v", ids)
 	}
 }
 
+// fakeWebhooks keeps webhooks in memory and can only list and create them: a route that
+// reaches another method panics, which the server answers with a 500.
+type fakeWebhooks struct {
+	httpapi.WebhookService
+	mu    sync.Mutex
+	hooks []webhooks.Webhook
+}
+
+func (w *fakeWebhooks) List(_ context.Context, companyID string, _ page.Request) (page.List[webhooks.Webhook], error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := page.List[webhooks.Webhook]{Data: []webhooks.Webhook{}}
+	for _, h := range w.hooks {
+		if h.CompanyID == companyID {
+			out.Data = append(out.Data, h)
+		}
+	}
+	return out, nil
+}
+
+func (w *fakeWebhooks) Create(_ context.Context, companyID string, in webhooks.Input) (webhooks.Webhook, string, error) {
+	h := webhooks.Webhook{ID: ids.New(ids.Webhook), CompanyID: companyID, URL: in.URL, Events: in.Events, Description: in.Description,
+		RotationGracePeriodSeconds: 86400, Ready: true, CreatedAt: time.Now().UTC()}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.hooks = append(w.hooks, h)
+	return h, signing.NewSecret(), nil
+}
+
 func TestMembersReadWebhooksButOnlyOwnersAndAdminsChangeThem(t *testing.T) {
-	f := newWebhookFixture(t)
-	id, _ := f.create(t, f.adv, orderHook)
-	if ids := listed(t, f.do(t, "GET", "/api/webhooks", f.member, "")); !contains(ids, id) {
+	f := newFakeFixture(t)
+	f.srv.MountWebhooks(&fakeWebhooks{})
+	adv, member, aff := f.dashboardAs(identity.Advertiser, "owner"), f.dashboardAs(identity.Advertiser, "member"), f.dashboardAs(identity.Affiliate, "admin")
+	create := func(who map[string]string) string {
+		t.Helper()
+		r := f.do(t, "POST", "/api/webhooks", who, orderHook)
+		if r.status != 201 {
+			t.Fatalf("create = %d %s", r.status, r.raw)
+		}
+		return decode[webhook](t, r).ID
+	}
+	id := create(adv)
+	if ids := idsOf(t, f.do(t, "GET", "/api/webhooks", member, "")); !slices.Contains(ids, id) {
 		t.Fatal("a member cannot list")
 	}
 	for _, c := range []struct{ method, path, body string }{
@@ -393,12 +380,12 @@ func TestMembersReadWebhooksButOnlyOwnersAndAdminsChangeThem(t *testing.T) {
 		{"PUT", "/api/webhooks/" + id + "/rotate-secret", ""},
 		{"DELETE", "/api/webhooks/" + id, ""},
 	} {
-		if r := f.do(t, c.method, c.path, f.member, c.body); r.status != 403 || r.body["code"] != "forbidden" {
+		if r := f.do(t, c.method, c.path, member, c.body); r.status != 403 || r.problem.Code != "forbidden" {
 			t.Errorf("a member's %s %s = %d %s", c.method, c.path, r.status, r.raw)
 		}
 	}
 	// An admin of the other company can create its own.
-	if id, _ := f.create(t, f.aff, orderHook); id == "" {
+	if id := create(aff); id == "" {
 		t.Fatal("an admin could not create")
 	}
 }
@@ -411,11 +398,12 @@ func TestThePublicAPIListsWebhooksReadOnly(t *testing.T) {
 		made = append(made, id)
 	}
 	r := f.do(t, "GET", "/api/v1/webhooks?limit=2", f.advKey, "")
-	page1 := listed(t, r)
-	if len(page1) != 2 || page1[0] != made[2] || page1[1] != made[1] || r.body["next_cursor"] == "" || strings.Contains(r.raw, "whsec_") {
+	page1 := idsOf(t, r)
+	next := decode[list[resource]](t, r).NextCursor
+	if len(page1) != 2 || page1[0] != made[2] || page1[1] != made[1] || next == "" || strings.Contains(r.raw, "whsec_") {
 		t.Fatalf("first page = %s", r.raw)
 	}
-	page2 := listed(t, f.do(t, "GET", "/api/v1/webhooks?limit=2&cursor="+r.body["next_cursor"].(string), f.advKey, ""))
+	page2 := idsOf(t, f.do(t, "GET", "/api/v1/webhooks?limit=2&cursor="+next, f.advKey, ""))
 	if len(page2) != 1 || page2[0] != made[0] {
 		t.Fatalf("second page = %v", page2)
 	}
@@ -425,7 +413,7 @@ func TestThePublicAPIListsWebhooksReadOnly(t *testing.T) {
 	if r := f.do(t, "GET", "/api/v1/webhooks", nil, ""); r.status != 401 {
 		t.Fatalf("without a key = %d", r.status)
 	}
-	if ids := listed(t, f.do(t, "GET", "/api/v1/webhooks", f.affKey, "")); len(ids) != 0 {
+	if ids := idsOf(t, f.do(t, "GET", "/api/v1/webhooks", f.affKey, "")); len(ids) != 0 {
 		t.Fatalf("another company's key lists %v", ids)
 	}
 }
@@ -438,10 +426,10 @@ func TestACreateRetriedWithTheSameIdempotencyKeyMakesOneWebhook(t *testing.T) {
 	}
 	first := f.do(t, "POST", "/api/webhooks", h, orderHook)
 	again := f.do(t, "POST", "/api/webhooks", h, orderHook)
-	if first.status != 201 || again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" || first.body["id"] != again.body["id"] {
-		t.Fatalf("first %d %v, retry %d %v", first.status, first.body["id"], again.status, again.body["id"])
+	if first.status != 201 || again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" || decode[webhook](t, first).ID != decode[webhook](t, again).ID {
+		t.Fatalf("first %d %s, retry %d %s", first.status, first.raw, again.status, again.raw)
 	}
-	if ids := listed(t, f.do(t, "GET", "/api/webhooks", f.adv, "")); len(ids) != 1 {
+	if ids := idsOf(t, f.do(t, "GET", "/api/webhooks", f.adv, "")); len(ids) != 1 {
 		t.Fatalf("%d webhooks after a retried create", len(ids))
 	}
 }
@@ -453,7 +441,7 @@ func TestWithoutTheControllerACreateIsUndoneWith503(t *testing.T) {
 	f.srv.MountWebhooks(webhooks.NewService(kube.Client, webhooks.Options{Namespace: ns, Wait: 300 * time.Millisecond}))
 	adv := f.dashboardAs(t, "advertiser", "owner")
 	r := f.do(t, "POST", "/api/webhooks", adv, orderHook)
-	if r.status != 503 || r.body["code"] != "webhook_controller_unavailable" || r.header.Get("Retry-After") != "5" || strings.Contains(r.raw, "whsec_") {
+	if r.status != 503 || r.problem.Code != "webhook_controller_unavailable" || r.header.Get("Retry-After") != "5" || strings.Contains(r.raw, "whsec_") {
 		t.Fatalf("create without a controller = %d retry-after=%q %s", r.status, r.header.Get("Retry-After"), r.raw)
 	}
 	var list v1alpha1.WebhookList
