@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/partnerstream/partnerstream/internal/kafka"
-	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
 // collector is a consumer's caller that keeps the first want messages, commits them when
@@ -90,13 +89,7 @@ func consume(ctx context.Context, t *testing.T, cfg kafka.Config, topic, group s
 // group's committed offsets survive its members: a new member sees only what was produced
 // after the commit.
 func TestConsumerRoundTripAndGroupResume(t *testing.T) {
-	cfg := testConfig(testenv.Kafka(t))
-	ctx := testContext(t, 60*time.Second)
-	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicEvents); err != nil {
-		t.Fatal(err)
-	}
-	w := kafka.NewProducer(cfg, kafka.TopicEvents, kafka.ProducerOptions{})
-	defer w.Close()
+	cfg, ctx, w := newTopic(t, kafka.TopicEvents, kafka.ProducerOptions{})
 	const group = "roundtrip"
 
 	first := keyedMessages("first", 30)
@@ -127,13 +120,7 @@ func TestConsumerRoundTripAndGroupResume(t *testing.T) {
 
 // What a member was handed but did not commit goes to the next member.
 func TestConsumerRedeliversUncommittedMessages(t *testing.T) {
-	cfg := testConfig(testenv.Kafka(t))
-	ctx := testContext(t, 60*time.Second)
-	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicClicks); err != nil {
-		t.Fatal(err)
-	}
-	w := kafka.NewProducer(cfg, kafka.TopicClicks, kafka.ProducerOptions{})
-	defer w.Close()
+	cfg, ctx, w := newTopic(t, kafka.TopicClicks, kafka.ProducerOptions{})
 	msgs := keyedMessages("click", 5)
 	produce(ctx, t, w, msgs)
 

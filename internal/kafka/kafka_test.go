@@ -26,6 +26,20 @@ func testConfig(brokers []string) kafka.Config {
 	}
 }
 
+// newTopic makes topic on the test broker and returns its configuration, a context for the
+// test, and a producer to it.
+func newTopic(t *testing.T, topic string, o kafka.ProducerOptions) (kafka.Config, context.Context, *kafka.Producer) {
+	t.Helper()
+	cfg := testConfig(testenv.Kafka(t))
+	ctx := testContext(t, 60*time.Second)
+	if err := kafka.EnsureTopics(ctx, cfg, topic); err != nil {
+		t.Fatal(err)
+	}
+	p := kafka.NewProducer(cfg, topic, o)
+	t.Cleanup(p.Close)
+	return cfg, ctx, p
+}
+
 func testContext(t *testing.T, d time.Duration) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)

@@ -15,13 +15,7 @@ import (
 // the partition of its first try, so that the one consumer that owns that partition sees
 // every copy and can drop the repeats.
 func TestEveryCopyOfARecordLandsOnThePartitionOfItsFirstTry(t *testing.T) {
-	cfg := testConfig(testenv.Kafka(t))
-	ctx := testContext(t, 60*time.Second)
-	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicClicks); err != nil {
-		t.Fatal(err)
-	}
-	p := kafka.NewProducer(cfg, kafka.TopicClicks, kafka.ProducerOptions{})
-	defer p.Close()
+	cfg, ctx, p := newTopic(t, kafka.TopicClicks, kafka.ProducerOptions{})
 	recs := make([]kafka.Record, 40)
 	for i := range recs {
 		id := fmt.Sprintf("clk_%03d", i)
@@ -61,13 +55,7 @@ func TestEveryCopyOfARecordLandsOnThePartitionOfItsFirstTry(t *testing.T) {
 // A group larger than a request may be (the brokers refuse record batches over 1 MB by
 // default) goes out in several requests, in order.
 func TestALargeGroupIsSplitIntoRequests(t *testing.T) {
-	cfg := testConfig(testenv.Kafka(t))
-	ctx := testContext(t, 60*time.Second)
-	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicEvents); err != nil {
-		t.Fatal(err)
-	}
-	p := kafka.NewProducer(cfg, kafka.TopicEvents, kafka.ProducerOptions{})
-	defer p.Close()
+	cfg, ctx, p := newTopic(t, kafka.TopicEvents, kafka.ProducerOptions{})
 	recs := make([]kafka.Record, 6) // one key, one partition: 1.8 MB in one request would be refused
 	for i := range recs {
 		recs[i] = kafka.Record{Key: []byte("evt_aggregate"), Value: []byte(fmt.Sprintf("%d:%s", i, strings.Repeat("x", 300<<10)))}
@@ -92,13 +80,7 @@ func TestALargeGroupIsSplitIntoRequests(t *testing.T) {
 // A partition's records written before one of its requests failed are reported written:
 // only the rest would be sent again.
 func TestOnlyTheRecordsAFailedRequestHeldGetItsError(t *testing.T) {
-	cfg := testConfig(testenv.Kafka(t))
-	ctx := testContext(t, 60*time.Second)
-	if err := kafka.EnsureTopics(ctx, cfg, kafka.TopicEvents); err != nil {
-		t.Fatal(err)
-	}
-	p := kafka.NewProducer(cfg, kafka.TopicEvents, kafka.ProducerOptions{Attempts: 1})
-	defer p.Close()
+	_, ctx, p := newTopic(t, kafka.TopicEvents, kafka.ProducerOptions{Attempts: 1})
 	key := []byte("evt_partial")
 	// One key, so one partition: the two small records go in one request, the one over the
 	// brokers' 1 MB limit alone in the next, which the broker refuses.
