@@ -10,30 +10,6 @@ import (
 	"time"
 )
 
-// Click is one tracked click, keyed by ClickID on partnerstream.clicks. The redirect makes it;
-// ingest writes it to ClickHouse.
-type Click struct {
-	ClickID      string    `json:"click_id"`
-	OccurredAt   time.Time `json:"occurred_at"`
-	LinkID       string    `json:"link_id"`
-	ProgramID    string    `json:"program_id"`
-	AffiliateID  string    `json:"affiliate_id"`
-	AdvertiserID string    `json:"advertiser_id"`
-	PromotionID  string    `json:"promotion_id,omitempty"`
-	Sub1         string    `json:"sub1,omitempty"`
-	Sub2         string    `json:"sub2,omitempty"`
-	Sub3         string    `json:"sub3,omitempty"`
-	Sub4         string    `json:"sub4,omitempty"`
-	Sub5         string    `json:"sub5,omitempty"`
-	IP           string    `json:"ip"`
-	UserAgent    string    `json:"user_agent"`
-	Referrer     string    `json:"referrer,omitempty"`
-	Country      string    `json:"country,omitempty"`
-	IsBot        bool      `json:"is_bot"`
-	IsDuplicate  bool      `json:"is_duplicate"`
-	LandingURL   string    `json:"landing_url"`
-}
-
 // Domain event types (docs/architecture.md, "Events and their envelope").
 const (
 	ConversionCreated       = "conversion.created"

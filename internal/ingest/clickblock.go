@@ -3,37 +3,56 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/partnerstream/partnerstream/internal/events"
 )
 
-// clickBlock holds clicks column by column: appending whole columns to the batch costs a
-// fraction of appending row by row, which boxes and type-switches every value.
+// clickBlock holds the clicks of one INSERT, which hands them to the driver column by column:
+// appending whole columns to the batch costs a fraction of appending row by row, which boxes
+// and type-switches every value. The columns are filled insertChunk rows at a time, field by
+// field (columnFields), into buffers the chunks share.
 type clickBlock struct {
-	id, link, program, affiliate, advertiser, promotion []string
-	sub1, sub2, sub3, sub4, sub5                        []string
-	ip, userAgent, referrer, country                    []string
-	at                                                  []time.Time
-	bot, duplicate                                      []uint8
-	partition                                           []int32
-	offset                                              []int64
+	recs      []clickRecord
+	strs      [events.NumClickFields][]string // by field, for the string fields
+	flags     [events.NumClickFields][]uint8  // by field, for the bool fields
+	at        []time.Time
+	partition []int32
+	offset    []int64
+	columns   []any
 }
 
-// newClickBlock returns a block with room for n clicks: growing twenty columns click by click
-// cost ingest a tenth of its CPU in copies.
-func newClickBlock(n int) *clickBlock {
-	str := func() []string { return make([]string, 0, n) }
-	return &clickBlock{id: str(), link: str(), program: str(), affiliate: str(), advertiser: str(), promotion: str(),
-		sub1: str(), sub2: str(), sub3: str(), sub4: str(), sub5: str(), ip: str(), userAgent: str(), referrer: str(),
-		country: str(), at: make([]time.Time, 0, n), bot: make([]uint8, 0, n), duplicate: make([]uint8, 0, n),
-		partition: make([]int32, 0, n), offset: make([]int64, 0, n)}
-}
+// columnFields are the fields ingest stores, in clickColumns order.
+var columnFields = func() (fields []events.ClickField) {
+	for f := range events.NumClickFields {
+		if takes[f] != skip {
+			fields = append(fields, f)
+		}
+	}
+	return fields
+}()
+
+// clickColumns are the columns of clicks a block inserts.
+var clickColumns = func() string {
+	var cols []string
+	for _, f := range columnFields {
+		cols = append(cols, events.ClickFields[f].Column)
+	}
+	return strings.Join(append(cols, "kafka_partition", "kafka_offset"), ", ")
+}()
+
+// newClickBlock returns a block with room for n clicks: growing it click by click cost ingest
+// a tenth of its CPU in copies.
+func newClickBlock(n int) *clickBlock { return &clickBlock{recs: make([]clickRecord, 0, n)} }
 
 // clickBlock returns an empty block with room for n clicks, one inserted before if it has
 // the room.
 func (w *Writer) clickBlock(n int) *clickBlock {
-	if b := w.blocks.get(); b != nil && cap(b.id) >= n {
+	if b := w.blocks.get(); b != nil && cap(b.recs) >= n {
 		return b
 	}
 	return newClickBlock(n)
@@ -41,46 +60,63 @@ func (w *Writer) clickBlock(n int) *clickBlock {
 
 // reset empties the block for reuse.
 func (b *clickBlock) reset() *clickBlock {
-	for _, col := range []*[]string{&b.id, &b.link, &b.program, &b.affiliate, &b.advertiser, &b.promotion,
-		&b.sub1, &b.sub2, &b.sub3, &b.sub4, &b.sub5, &b.ip, &b.userAgent, &b.referrer, &b.country} {
-		clear(*col) // the clicks' strings must not outlive their batch
-		*col = (*col)[:0]
+	clear(b.recs) // the clicks' strings must not outlive their batch
+	b.recs = b.recs[:0]
+	for _, col := range b.strs {
+		clear(col)
 	}
-	b.at, b.bot, b.duplicate, b.partition, b.offset = b.at[:0], b.bot[:0], b.duplicate[:0], b.partition[:0], b.offset[:0]
 	return b
 }
 
-func (b *clickBlock) add(c *clickRecord) {
-	b.id, b.at, b.link = append(b.id, c.field(fClickID)), append(b.at, c.at.UTC()), append(b.link, c.field(fLinkID))
-	b.program, b.affiliate = append(b.program, c.field(fProgramID)), append(b.affiliate, c.field(fAffiliateID))
-	b.advertiser, b.promotion = append(b.advertiser, c.field(fAdvertiserID)), append(b.promotion, c.field(fPromotionID))
-	b.sub1, b.sub2, b.sub3 = append(b.sub1, c.field(fSub1)), append(b.sub2, c.field(fSub2)), append(b.sub3, c.field(fSub3))
-	b.sub4, b.sub5 = append(b.sub4, c.field(fSub4)), append(b.sub5, c.field(fSub5))
-	b.ip, b.userAgent, b.referrer = append(b.ip, c.field(fIP)), append(b.userAgent, c.field(fUserAgent)), append(b.referrer, c.field(fReferrer))
-	b.country, b.bot, b.duplicate = append(b.country, c.field(fCountry)), append(b.bot, flag(c.bot)), append(b.duplicate, flag(c.dup))
-	b.partition, b.offset = append(b.partition, c.partition), append(b.offset, c.offset)
+func (b *clickBlock) add(c *clickRecord) { b.recs = append(b.recs, *c) }
+
+// chunk fills the columns with recs, in clickColumns order.
+func (b *clickBlock) chunk(recs []clickRecord) []any {
+	n := len(recs)
+	b.columns = b.columns[:0]
+	for _, f := range columnFields {
+		switch takes[f] {
+		case takeString:
+			col := slices.Grow(b.strs[f][:0], n)[:n]
+			for i := range col {
+				col[i] = recs[i].field(f)
+			}
+			b.strs[f], b.columns = col, append(b.columns, col)
+		case takeTime:
+			b.at = slices.Grow(b.at[:0], n)[:n]
+			for i := range b.at {
+				b.at[i] = recs[i].at.UTC()
+			}
+			b.columns = append(b.columns, b.at)
+		case takeBool:
+			col := slices.Grow(b.flags[f][:0], n)[:n]
+			for i := range col {
+				col[i] = flag(recs[i].bools[f])
+			}
+			b.flags[f], b.columns = col, append(b.columns, col)
+		}
+	}
+	b.partition, b.offset = slices.Grow(b.partition[:0], n)[:n], slices.Grow(b.offset[:0], n)[:n]
+	for i := range recs {
+		b.partition[i], b.offset[i] = recs[i].partition, recs[i].offset
+	}
+	return append(b.columns, b.partition, b.offset)
 }
 
-// insert sends the block as one INSERT of blocks of insertChunk rows; its columns are in
-// clickColumns order.
+// insert sends the block as one INSERT of blocks of insertChunk rows.
 func (b *clickBlock) insert(ctx context.Context, conn driver.Conn, db string) error {
 	batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+db+".clicks ("+clickColumns+")")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = batch.Close() }()
-	for from := 0; from < len(b.id); from += insertChunk {
-		to := min(from+insertChunk, len(b.id))
+	for from := 0; from < len(b.recs); from += insertChunk {
 		if from > 0 {
 			if err := batch.Flush(); err != nil {
 				return err
 			}
 		}
-		columns := []any{b.id[from:to], b.at[from:to], b.link[from:to], b.program[from:to], b.affiliate[from:to],
-			b.advertiser[from:to], b.promotion[from:to], b.sub1[from:to], b.sub2[from:to], b.sub3[from:to],
-			b.sub4[from:to], b.sub5[from:to], b.ip[from:to], b.userAgent[from:to], b.referrer[from:to],
-			b.country[from:to], b.bot[from:to], b.duplicate[from:to], b.partition[from:to], b.offset[from:to]}
-		for i, col := range columns {
+		for i, col := range b.chunk(b.recs[from:min(from+insertChunk, len(b.recs))]) {
 			if err := batch.Column(i).Append(col); err != nil {
 				return fmt.Errorf("column %d: %w", i, err)
 			}

@@ -16,9 +16,6 @@ type Click struct {
 	Offset    int64
 }
 
-const clickColumns = `click_id, occurred_at, link_id, program_id, affiliate_id, advertiser_id, promotion_id,
-	sub1, sub2, sub3, sub4, sub5, ip, user_agent, referrer, country, is_bot, is_duplicate, kafka_partition, kafka_offset`
-
 // WriteClicks inserts the clicks whose ids are not stored yet. A click id seen twice in
 // clicks keeps its first occurrence.
 func (w *Writer) WriteClicks(ctx context.Context, clicks []Click) (WriteResult, error) {
@@ -60,7 +57,7 @@ func (w *Writer) planClicks(ctx context.Context, clicks []clickRecord, prev plan
 	first := make([]bool, len(clicks))
 	ids := make([]string, 0, len(clicks))
 	for i := range clicks {
-		id := clicks[i].field(fClickID)
+		id := clicks[i].field(events.FieldClickID)
 		n := len(p.written)
 		p.written[id] = true
 		if len(p.written) > n {
@@ -93,7 +90,7 @@ func (w *Writer) planClicks(ctx context.Context, clicks []clickRecord, prev plan
 	p.block = w.clickBlock(len(ids) - len(stored))
 	for i := range clicks {
 		c := &clicks[i]
-		if !first[i] || len(stored) > 0 && stored[c.field(fClickID)] {
+		if !first[i] || len(stored) > 0 && stored[c.field(events.FieldClickID)] {
 			p.res.Duplicates++
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/partnerstream/partnerstream/internal/events"
 )
 
 // clickParser decodes click events, the bulk of what ingest reads. Decoding them into
@@ -18,8 +20,8 @@ import (
 //
 // It reads what encoding/json would read into events.Click, except that keys must match
 // exactly (encoding/json also accepts them in another case; the platform never writes them
-// so) and landing_url, which statistics do not store, is skipped. A parser is not safe for
-// concurrent use: each partition's fetcher has its own.
+// so) and fields without a column (events.ClickFields), such as landing_url, are skipped. A
+// parser is not safe for concurrent use: each partition's fetcher has its own.
 //
 // The strings of the clicks are views of an arena the parser fills and never writes again:
 // one allocation per arenaSize of clicks rather than one per click, which the garbage
@@ -32,55 +34,64 @@ type clickParser struct {
 // arenaSize is the size of each arena: a fetch's worth of clicks shares a few.
 const arenaSize = 256 << 10
 
-// The string fields of a click, as indexes into clickRecord.spans.
-const (
-	fClickID = iota
-	fLinkID
-	fProgramID
-	fAffiliateID
-	fAdvertiserID
-	fPromotionID
-	fSub1
-	fSub2
-	fSub3
-	fSub4
-	fSub5
-	fIP
-	fUserAgent
-	fReferrer
-	fCountry
-	clickStringFields
-)
-
 // clickRecord is a click as ingest carries it from its fetch to its insert: the string
 // fields are views of one string, which points into the parser's arena. A batch's records
 // then hold a few pointers each rather than sixteen strings: the garbage collector scans
 // every pointer of every fetch and batch in hand, which made it a fifth of ingest's CPU.
+// The arrays are indexed by events.ClickField, each filled at the fields of its kind; the
+// time field (there is one) is at.
 type clickRecord struct {
 	strs      string
-	spans     [clickStringFields]span
+	spans     [events.NumClickFields]span
 	at        time.Time
-	bot, dup  bool
+	bools     [events.NumClickFields]bool
 	partition int32
 	offset    int64
 }
 
 type span struct{ start, end uint32 }
 
-// field is the string field i (fClickID, ...).
-func (r *clickRecord) field(i int) string { return r.strs[r.spans[i].start:r.spans[i].end] }
+// field is the string field f.
+func (r *clickRecord) field(f events.ClickField) string {
+	return r.strs[r.spans[f].start:r.spans[f].end]
+}
+
+// take is what ingest does with a field of a click.
+type take uint8
+
+const (
+	skip take = iota // a field statistics do not store, or a key that is no field
+	takeString
+	takeTime
+	takeBool
+)
+
+// takes is what ingest does with each field of events.ClickFields, and, at keyOther, with
+// keys that are no field.
+var takes = func() (t [keyOther + 1]take) {
+	for f, spec := range events.ClickFields {
+		if spec.Column != "" {
+			t[f] = [...]take{events.KindString: takeString, events.KindTime: takeTime, events.KindBool: takeBool}[spec.Kind]
+		}
+	}
+	return t
+}()
 
 // newClickRecord is c as a record, for writes that do not come from Kafka (Writer.WriteClicks).
 func newClickRecord(c Click) clickRecord {
-	fields := [clickStringFields]string{fClickID: c.ClickID, fLinkID: c.LinkID, fProgramID: c.ProgramID,
-		fAffiliateID: c.AffiliateID, fAdvertiserID: c.AdvertiserID, fPromotionID: c.PromotionID, fSub1: c.Sub1,
-		fSub2: c.Sub2, fSub3: c.Sub3, fSub4: c.Sub4, fSub5: c.Sub5, fIP: c.IP, fUserAgent: c.UserAgent,
-		fReferrer: c.Referrer, fCountry: c.Country}
-	r := clickRecord{at: c.OccurredAt, bot: c.IsBot, dup: c.IsDuplicate, partition: c.Partition, offset: c.Offset}
+	r := clickRecord{partition: c.Partition, offset: c.Offset}
 	var strs []byte
-	for i, f := range fields {
-		r.spans[i] = span{uint32(len(strs)), uint32(len(strs) + len(f))}
-		strs = append(strs, f...)
+	for f := range events.NumClickFields {
+		switch takes[f] {
+		case takeString:
+			s := *c.Field(f).(*string)
+			r.spans[f] = span{uint32(len(strs)), uint32(len(strs) + len(s))}
+			strs = append(strs, s...)
+		case takeTime:
+			r.at = *c.Field(f).(*time.Time)
+		case takeBool:
+			r.bools[f] = *c.Field(f).(*bool)
+		}
 	}
 	r.strs = string(strs)
 	return r
@@ -88,8 +99,8 @@ func newClickRecord(c Click) clickRecord {
 
 // valid reports what makes a click unusable for statistics.
 func (r *clickRecord) valid() error {
-	if r.field(fClickID) == "" || r.field(fAdvertiserID) == "" || r.at.IsZero() {
-		return fmt.Errorf("%w: click %q: click id, advertiser id and occurred_at are required", ErrInvalid, r.field(fClickID))
+	if r.field(events.FieldClickID) == "" || r.field(events.FieldAdvertiserID) == "" || r.at.IsZero() {
+		return fmt.Errorf("%w: click %q: click id, advertiser id and occurred_at are required", ErrInvalid, r.field(events.FieldClickID))
 	}
 	return nil
 }
@@ -128,7 +139,8 @@ func (cp *clickParser) parseTree(data []byte, r *clickRecord, start int) error {
 			return
 		}
 		k := clickKey(key)
-		if k >= 0 {
+		switch takes[k] {
+		case takeString:
 			s, serr := v.StringBytes()
 			if serr != nil {
 				err = fmt.Errorf("%s: %w", key, serr)
@@ -136,21 +148,16 @@ func (cp *clickParser) parseTree(data []byte, r *clickRecord, start int) error {
 			}
 			r.spans[k] = span{uint32(len(cp.arena) - start), uint32(len(cp.arena) - start + len(s))}
 			cp.arena = append(cp.arena, s...)
-			return
-		}
-		switch k {
-		case keyOccurredAt:
+		case takeTime:
 			s, serr := v.StringBytes()
 			if serr == nil {
 				serr = r.at.UnmarshalText(s)
 			}
 			if serr != nil {
-				err = fmt.Errorf("occurred_at: %w", serr)
+				err = fmt.Errorf("%s: %w", key, serr)
 			}
-		case keyIsBot:
-			r.bot, err = boolField(key, v)
-		case keyIsDuplicate:
-			r.dup, err = boolField(key, v)
+		case takeBool:
+			r.bools[k], err = boolField(key, v)
 		}
 	})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/partnerstream/partnerstream/internal/events"
 )
 
 // scan decodes a click as the platform writes it, a flat object of strings, booleans and
@@ -44,15 +46,15 @@ func (cp *clickParser) scan(data []byte, r *clickRecord, start int) bool {
 			if i, ok = cp.appendString(data, i+1); !ok {
 				return false
 			}
-			switch {
-			case field >= 0:
+			switch takes[field] {
+			case takeString:
 				r.spans[field] = span{uint32(from - start), uint32(len(cp.arena) - start)}
-			case field == keyOccurredAt:
+			case takeTime:
 				if r.at.UnmarshalText(cp.arena[from:]) != nil {
 					return false
 				}
 				cp.arena = cp.arena[:from]
-			case field == keyIsBot, field == keyIsDuplicate:
+			case takeBool:
 				return false
 			default: // a field statistics do not store
 				cp.arena = cp.arena[:from]
@@ -61,12 +63,10 @@ func (cp *clickParser) scan(data []byte, r *clickRecord, start int) bool {
 			i += len("null") // leaves the field as it is, as encoding/json does
 		case hasWord(data[i:], "true"), hasWord(data[i:], "false"):
 			value := data[i] == 't'
-			switch field {
-			case keyIsBot:
-				r.bot = value
-			case keyIsDuplicate:
-				r.dup = value
-			case keyOther:
+			switch takes[field] {
+			case takeBool:
+				r.bools[field] = value
+			case skip:
 			default:
 				return false
 			}
@@ -136,54 +136,52 @@ func (cp *clickParser) appendString(data []byte, i int) (int, bool) {
 	}
 }
 
-// Keys of a click that are not string fields, as clickKey returns them.
-const (
-	keyOther = -1 - iota
-	keyOccurredAt
-	keyIsBot
-	keyIsDuplicate
-)
+// keyOther is what clickKey returns for a key that is no field ingest stores.
+const keyOther = events.NumClickFields
 
-// clickKey is the index of key's string field (fClickID, ...), or one of the key* values. A
-// switch rather than a map: hashing every key was a quarter of scan.
-func clickKey(key []byte) int {
+// clickKey is the field whose key (events.ClickFields) is key, if ingest stores it, or
+// keyOther. A switch rather than a map: hashing every key was a quarter of scan. It has no
+// case for the fields ingest skips (landing_url) because the compiler inlines it into scan
+// only while it is small: with one case more than today it becomes a call per key, which
+// BenchmarkDecodeClick shows. TestClickKeyKnowsEveryField holds it to the table.
+func clickKey(key []byte) events.ClickField {
 	switch string(key) {
 	case "click_id":
-		return fClickID
+		return events.FieldClickID
 	case "occurred_at":
-		return keyOccurredAt
+		return events.FieldOccurredAt
 	case "link_id":
-		return fLinkID
+		return events.FieldLinkID
 	case "program_id":
-		return fProgramID
+		return events.FieldProgramID
 	case "affiliate_id":
-		return fAffiliateID
+		return events.FieldAffiliateID
 	case "advertiser_id":
-		return fAdvertiserID
+		return events.FieldAdvertiserID
 	case "promotion_id":
-		return fPromotionID
+		return events.FieldPromotionID
 	case "sub1":
-		return fSub1
+		return events.FieldSub1
 	case "sub2":
-		return fSub2
+		return events.FieldSub2
 	case "sub3":
-		return fSub3
+		return events.FieldSub3
 	case "sub4":
-		return fSub4
+		return events.FieldSub4
 	case "sub5":
-		return fSub5
+		return events.FieldSub5
 	case "ip":
-		return fIP
+		return events.FieldIP
 	case "user_agent":
-		return fUserAgent
+		return events.FieldUserAgent
 	case "referrer":
-		return fReferrer
+		return events.FieldReferrer
 	case "country":
-		return fCountry
+		return events.FieldCountry
 	case "is_bot":
-		return keyIsBot
+		return events.FieldIsBot
 	case "is_duplicate":
-		return keyIsDuplicate
+		return events.FieldIsDuplicate
 	}
 	return keyOther
 }
