@@ -26,6 +26,10 @@ const (
 	// republishAfter is how long the watcher trusts an arrival it published to be on its way
 	// through the events consumer, which marks the conversion done, before it publishes again.
 	republishAfter = time.Minute
+	// idlePoll is how often the watcher looks when nothing awaited at its last look and this
+	// replica wrote no awaiting conversion since: it finds those another replica wrote and did
+	// not see through (it stopped), without a query every second on an idle pipeline.
+	idlePoll = 30 * time.Second
 )
 
 // listAwaiting writes rows of conversions_awaiting_click: the conversions written without
@@ -53,6 +57,12 @@ func (w *Writer) listAwaiting(ctx context.Context, awaiting, arrived []Conversio
 	if err := batch.Send(); err != nil {
 		return fmt.Errorf("ingest: insert %d conversions awaiting their clicks: %w", len(awaiting)+len(arrived), err)
 	}
+	if len(awaiting) > 0 {
+		select {
+		case w.awaited <- struct{}{}:
+		default:
+		}
+	}
 	return nil
 }
 
@@ -70,6 +80,9 @@ type clickWatcher struct {
 	log      *slog.Logger
 	// published is when each awaiting conversion's arrival was last published.
 	published map[string]time.Time
+	// idle is whether the last poll, at polled, found no conversion awaiting.
+	idle   bool
+	polled time.Time
 
 	mu      sync.Mutex
 	failure error
@@ -83,6 +96,9 @@ func newClickWatcher(w *Writer, o Options) *clickWatcher {
 func (cw *clickWatcher) run(ctx context.Context) error {
 	defer cw.producer.Close()
 	run.Every(ctx, cw.interval, cw.log, "click watcher", func(ctx context.Context) error {
+		if !cw.due() {
+			return nil
+		}
 		actx, cancel := context.WithTimeout(ctx, writeTimeout)
 		err := cw.poll(actx)
 		cancel()
@@ -92,6 +108,17 @@ func (cw *clickWatcher) run(ctx context.Context) error {
 		return err
 	})
 	return nil
+}
+
+// due says whether to poll now: while conversions await, once this replica's writer listed
+// one, and every idlePoll otherwise.
+func (cw *clickWatcher) due() bool {
+	select {
+	case <-cw.w.awaited:
+		return true
+	default:
+		return !cw.idle || cw.now().Sub(cw.polled) >= idlePoll
+	}
 }
 
 func (cw *clickWatcher) check() error {
@@ -118,6 +145,7 @@ func (cw *clickWatcher) poll(ctx context.Context) error {
 		return err
 	}
 	awaitingClick.Set(float64(len(awaiting)))
+	cw.idle, cw.polled = len(awaiting) == 0, now
 	var clickIDs []string
 	for id, a := range awaiting {
 		if now.Sub(cw.published[id]) < republishAfter {

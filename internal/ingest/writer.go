@@ -24,11 +24,13 @@ type Writer struct {
 	now  func() time.Time
 
 	blocks reuse[*clickBlock] // inserted blocks, for the next batches
+	// awaited tells this replica's click watcher that a conversion now awaits its click.
+	awaited chan struct{}
 }
 
 // NewWriter returns a writer into database, whose schema chstore.Migrate created.
 func NewWriter(conn driver.Conn, database string) *Writer {
-	return &Writer{conn: conn, db: database, now: time.Now, blocks: newReuse[*clickBlock](2)}
+	return &Writer{conn: conn, db: database, now: time.Now, blocks: newReuse[*clickBlock](2), awaited: make(chan struct{}, 1)}
 }
 
 // WriteResult counts what a write did.
