@@ -21,7 +21,7 @@ import (
 // It reads what encoding/json would read into events.Click, except that keys must match
 // exactly (encoding/json also accepts them in another case; the platform never writes them
 // so) and fields without a column (events.ClickFields), such as landing_url, are skipped. A
-// parser is not safe for concurrent use: each partition's fetcher has its own.
+// parser is not safe for concurrent use: each partition of a generation has its own.
 //
 // The strings of the clicks are views of an arena the parser fills and never writes again:
 // one allocation per arenaSize of clicks rather than one per click, which the garbage
