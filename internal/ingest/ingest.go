@@ -167,8 +167,8 @@ func (s *Service) check(context.Context) error {
 
 // A decoder decodes a message's value into the item that holds its position: the record,
 // whether statistics take it, why it is invalid, and when it occurred (for the lag gauges).
-// newDecoder makes one per partition of a generation, so a decoder may keep buffers between messages; value
-// is only valid during the call.
+// newDecoder makes one per partition of a generation, so a decoder may keep buffers between
+// messages; value is only valid during the call.
 type decoder[T any] func(it *item[T], value []byte)
 
 func newClickDecoder() decoder[clickRecord] {
