@@ -2,9 +2,14 @@ package clientaddr
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -239,4 +244,28 @@ func proxyRoundTrip(t *testing.T, tr Trusted, version byte) string {
 		return "refused"
 	}
 	return strings.TrimSpace(line)
+}
+
+// TestNoCodeAsksFiberForTheClientAddress keeps Client the one rule: Fiber's c.IP() and c.IPs()
+// would read the peer, or with a ProxyHeader any header, whatever the trusted ranges say.
+func TestNoCodeAsksFiberForTheClientAddress(t *testing.T) {
+	fiberIP := regexp.MustCompile(`\.IPs?\(\)`)
+	for _, dir := range []string{"../../internal", "../../cmd", "../../hack"} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if loc := fiberIP.FindIndex(src); loc != nil {
+				t.Errorf("%s:%d calls %s; use the api's clientIP (clientaddr.Trusted.Client)", path, bytes.Count(src[:loc[0]], []byte("\n"))+1, src[loc[0]:loc[1]])
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
