@@ -18,11 +18,11 @@ var (
 	credentialThrottled = metrics.NewCounter("credential_throttled_total", "Requests answered 429 because their address sent too many failed credentials.")
 )
 
-// failedAuth throttles client addresses that keep sending bad credentials: after limit failures
-// within a minute, every credentialed request from the address gets a 429 until the minute
-// is over, without its credential being looked at, so guessing API keys or session tokens
-// gets nowhere. Successful requests count nothing. Counted per api replica, like the rate
-// limit: with n replicas behind a balancer an address gets up to n times the limit.
+// failedAuth throttles client addresses that keep sending bad credentials: after limit
+// failures within a minute, every credentialed request from the address gets a 429 until the
+// minute is over, without its credential being looked at, so guessing API keys or session
+// tokens gets nowhere. Successful requests count nothing. Counted per api replica, like the
+// rate limit: with n replicas behind a balancer an address gets up to n times the limit.
 type failedAuth struct {
 	limit int // 0 disables
 	w     *windows
