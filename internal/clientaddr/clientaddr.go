@@ -156,13 +156,19 @@ func parseEntry(b []byte) (netip.Addr, bool) {
 	// request through a proxy. The string does not outlive the calls below (their errors are
 	// dropped, and without a zone an Addr keeps no string).
 	s := unsafe.String(unsafe.SliceData(b), len(b))
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		ap, err := netip.ParseAddrPort(s)
-		if err != nil {
-			return netip.Addr{}, false
-		}
+	var a netip.Addr
+	var err error
+	if b[0] == '[' || bytes.Count(b, []byte{':'}) == 1 {
+		// An address with a port, as some proxies record it: [2001:db8::1]:443,
+		// 192.0.2.1:5678. Told apart before parsing, since a failed parse allocates its error.
+		var ap netip.AddrPort
+		ap, err = netip.ParseAddrPort(s)
 		a = ap.Addr()
+	} else {
+		a, err = netip.ParseAddr(s)
+	}
+	if err != nil {
+		return netip.Addr{}, false
 	}
 	return a.Unmap(), true
 }

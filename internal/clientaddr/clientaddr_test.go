@@ -167,6 +167,7 @@ func BenchmarkClient(b *testing.B) {
 		{"untrusted peer", "198.51.100.7", proxies, headers("1.2.3.4")},
 		{"client behind two proxies", "10.1.2.3", proxies, headers("1.2.3.4, 203.0.113.5, 10.9.9.9")},
 		{"IPv6 client", "10.1.2.3", proxies, headers("2a00:1450:4001:82b::200e")},
+		{"client with a port", "10.1.2.3", proxies, headers("203.0.113.5:41234")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			peer := netip.MustParseAddr(bc.peer)
