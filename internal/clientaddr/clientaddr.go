@@ -7,6 +7,7 @@ package clientaddr
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -66,12 +67,12 @@ func parseRange(s string) (netip.Prefix, error) {
 			return p, err
 		}
 		if a.Zone() != "" {
-			return p, fmt.Errorf("has a zone, which no forwarded address carries")
+			return p, errors.New("has a zone, which no forwarded address carries")
 		}
 		p = netip.PrefixFrom(a, a.BitLen())
 	}
 	if p.Addr().Is4In6() {
-		return p, fmt.Errorf("is an IPv4-mapped IPv6 form; write the IPv4 range")
+		return p, errors.New("is an IPv4-mapped IPv6 form; write the IPv4 range")
 	}
 	return p, nil
 }
