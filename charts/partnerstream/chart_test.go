@@ -114,8 +114,26 @@ var chartCases = []chartCase{
 				secret.Annotations["helm.sh/resource-policy"] != "keep" {
 				t.Errorf("click-id Secret holds %q (annotations %v), want c1:<32 random bytes> kept on uninstall", secret.Data["keys"], secret.Annotations)
 			}
-			wantSecretEnv(t, containerEnv(component(t, r, "api").Template.Spec.Containers[0]), map[string][2]string{
-				"PARTNERSTREAM_CLICK_ID_KEYS": {secret.Name, "keys"}})
+			apiEnv := containerEnv(component(t, r, "api").Template.Spec.Containers[0])
+			wantSecretEnv(t, apiEnv, map[string][2]string{"PARTNERSTREAM_CLICK_ID_KEYS": {secret.Name, "keys"}})
+			for _, name := range []string{"PARTNERSTREAM_TRUSTED_PROXIES", "PARTNERSTREAM_PROXY_PROTOCOL"} {
+				if e, ok := apiEnv[name]; ok {
+					t.Errorf("%s = %q by default; no proxy is trusted unless the operator names it", name, e.Value)
+				}
+			}
+		},
+	},
+	{
+		name:   "trusted proxies and the PROXY protocol reach the api",
+		values: "api: {trustedProxies: [10.244.0.0/16, 192.0.2.7, \"2001:db8::/32\"], proxyProtocol: true}\n",
+		check: func(t *testing.T, r *release) {
+			env := containerEnv(component(t, r, "api").Template.Spec.Containers[0])
+			if got := env["PARTNERSTREAM_TRUSTED_PROXIES"].Value; got != "10.244.0.0/16,192.0.2.7,2001:db8::/32" {
+				t.Errorf("PARTNERSTREAM_TRUSTED_PROXIES = %q", got)
+			}
+			if got := env["PARTNERSTREAM_PROXY_PROTOCOL"].Value; got != "true" {
+				t.Errorf("PARTNERSTREAM_PROXY_PROTOCOL = %q, want true", got)
+			}
 		},
 	},
 	{
@@ -759,6 +777,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"a log level that does not exist", `logLevel: verbose`, "/logLevel"},
 		{"a duration Go cannot parse", `kafka: {retention: 7 days}`, "/kafka/retention"},
 		{"a Postgres URL as plain text", `postgres: {url: {value: "postgres://u:p@h/db", secretName: "", secretKey: url}}`, "additional properties 'value' not allowed"},
+		{"a trusted proxy that is a host name", `api: {trustedProxies: [ingress.local]}`, "/api/trustedProxies/0"},
+		{"the PROXY protocol without trusted proxies", `api: {proxyProtocol: true}`, "/api/trustedProxies"},
 		{"a network policy CIDR that is not IPv4", `networkPolicy: {clusterCIDRs: ["fd00::/8"]}`, "/networkPolicy/clusterCIDRs/0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -99,6 +99,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 		Idempotency:     idem,
 		RateLimit:       httpapi.RateLimit{Requests: s.api.RateLimitRequests, Window: s.api.RateLimitWindow},
 		FailedAuthLimit: s.api.FailedAuthLimit,
+		TrustedProxies:  s.api.Proxies, ProxyProtocol: s.api.ProxyProtocol,
 	})
 	prg := programs.NewService(p.pg, programs.Options{})
 	lks := links.NewService(p.pg, links.Options{BaseURL: s.api.BaseURL})

@@ -75,6 +75,7 @@ func TestAComponentRefusesToStartWithAOneLineErrorNamingTheProblem(t *testing.T)
 		{"api without click-id keys", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t)}, []string{"PARTNERSTREAM_CLICK_ID_KEYS="}, "setting --click-id-keys (PARTNERSTREAM_CLICK_ID_KEYS): is required"},
 		{"api with a short session key", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t), "--session-keys", "k1:c2hvcnQ="}, nil, "setting --session-keys"},
 		{"api with a short click-id key", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t), "--click-id-keys", "c1:c2hvcnQ="}, nil, "setting --click-id-keys (PARTNERSTREAM_CLICK_ID_KEYS): click-id keys: key \"c1\" has 5 bytes"},
+		{"api with a trusted proxy that is not an address range", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t), "--trusted-proxies", "10.0.0.0/8,ingress.local"}, nil, "setting --trusted-proxies (PARTNERSTREAM_TRUSTED_PROXIES): trusted proxy \"ingress.local\""},
 		{"api with a malformed broker list", []string{"api", "--postgres-url", pg, "--kafka-brokers", "nohost"}, nil, "setting --kafka-brokers"},
 		{"api when Postgres is unreachable", []string{"api", "--kafka-brokers", closedAddr(t)}, []string{"PARTNERSTREAM_POSTGRES_URL=postgres://u:secretpw@" + closedAddr(t) + "/db"}, "postgres:"},
 		{"api when Kafka is unreachable", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t)}, nil, "kafka"},

@@ -31,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/partnerstream/partnerstream/internal/clickid"
+	"github.com/partnerstream/partnerstream/internal/clientaddr"
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
@@ -56,6 +57,7 @@ func main() {
 		ackWait  = flag.Duration("ack-timeout", 0, "the recorders' AckTimeout (0: the default)")
 		mw       = flag.Bool("middleware", false, "also measure the bare 302 behind the api server's middleware")
 		modes    = flag.String("modes", "async,ack", "comma-separated recorder modes to measure beside the bare handler")
+		xff      = flag.String("forwarded-for", "", "X-Forwarded-For of every request, the servers trusting wrk's 127.0.0.1 as a proxy (default: wrk is the client and no proxy is trusted)")
 	)
 	flag.Parse()
 	if *broker {
@@ -76,7 +78,7 @@ func main() {
 		}
 		counts = append(counts, n)
 	}
-	profileDir, ackTimeout, withMiddleware = *profile, *ackWait, *mw
+	profileDir, ackTimeout, withMiddleware, forwardedFor = *profile, *ackWait, *mw, *xff
 	for _, s := range strings.Split(*modes, ",") {
 		m, err := tracking.ParseMode(strings.TrimSpace(s))
 		if err != nil {
@@ -179,7 +181,11 @@ func run(adminURL, spoolParent string, counts []int, threads int, duration, warm
 		go func() { done <- rec.Run(rctx) }()
 		defer func() { stop(); <-done }()
 
-		srv := httpapi.New(httpapi.Options{Addr: "127.0.0.1:0", Log: quiet, Health: health.NewRegistry()})
+		var proxies clientaddr.Trusted
+		if forwardedFor != "" {
+			proxies, _ = clientaddr.Parse([]string{"127.0.0.1"})
+		}
+		srv := httpapi.New(httpapi.Options{Addr: "127.0.0.1:0", Log: quiet, Health: health.NewRegistry(), TrustedProxies: proxies})
 		resolver := tracking.NewResolver(linkSvc, tracking.ResolverOptions{})
 		srv.MountTracking(linkSvc, tracking.NewService(resolver, rec, tracking.ServiceOptions{ClickIDs: clickIDs}), httpapi.TrackingOptions{})
 		go func() { _ = srv.Run(ctx) }()
@@ -193,6 +199,9 @@ func run(adminURL, spoolParent string, counts []int, threads int, duration, warm
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("bench-redirect: GOMAXPROCS=%d, %d CPUs, load average %s, wrk -t%d, %s per run after a %s warm-up; Kafka: embedded (own process), %d partitions, acks=all; click ids signed (clickid, one key)\n",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), threads, duration, warmup, kcfg.Partitions)
+	if forwardedFor != "" {
+		fmt.Printf("bench-redirect: every request carries X-Forwarded-For: %s, from 127.0.0.1 as a trusted proxy\n", forwardedFor)
+	}
 	results := map[string]map[int]wrkResult{}
 	for _, n := range counts {
 		for _, tg := range targets {
@@ -233,6 +242,7 @@ var (
 	profileDir     string
 	ackTimeout     time.Duration
 	withMiddleware bool
+	forwardedFor   string
 	recorderModes  []tracking.Mode
 	// clickIDs sign the real redirect's click ids, as production does.
 	clickIDs clickid.Keys

@@ -46,8 +46,12 @@ var (
 )
 
 func runWrk(bin, url string, threads, conns int, d time.Duration) (wrkResult, error) {
-	cmd := exec.Command(bin, "-t"+strconv.Itoa(threads), "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(int(d.Seconds()))+"s",
-		"--latency", "--timeout", "5s", url)
+	args := []string{"-t" + strconv.Itoa(threads), "-c" + strconv.Itoa(conns), "-d" + strconv.Itoa(int(d.Seconds())) + "s",
+		"--latency", "--timeout", "5s", url}
+	if forwardedFor != "" {
+		args = append(args, "-H", "X-Forwarded-For: "+forwardedFor)
+	}
+	cmd := exec.Command(bin, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return wrkResult{}, fmt.Errorf("wrk: %w\n%s", err, out)

@@ -60,6 +60,23 @@ func TestLoadNamesTheSettingThatIsWrong(t *testing.T) {
 			wantErr: "--clickhouse-database",
 		},
 		{
+			name:    "a trusted proxy range with host bits names the entry and the range meant",
+			env:     map[string]string{"PARTNERSTREAM_TRUSTED_PROXIES": "10.0.0.0/8,192.168.1.7/16"},
+			groups:  func() []Group { return []Group{&API{}} },
+			wantErr: `setting --trusted-proxies (PARTNERSTREAM_TRUSTED_PROXIES): trusted proxy "192.168.1.7/16": has bits set past the prefix length; the range is 192.168.0.0/16`,
+		},
+		{
+			name:    "the PROXY protocol without trusted proxies is refused",
+			args:    []string{"--proxy-protocol"},
+			groups:  func() []Group { return []Group{&API{}} },
+			wantErr: "setting --proxy-protocol (PARTNERSTREAM_PROXY_PROTOCOL): needs --trusted-proxies",
+		},
+		{
+			name:   "trusted proxies and the PROXY protocol come from the environment",
+			env:    map[string]string{"PARTNERSTREAM_TRUSTED_PROXIES": "10.0.0.0/8, 2001:db8::/32", "PARTNERSTREAM_PROXY_PROTOCOL": "true"},
+			groups: func() []Group { return []Group{&API{}} },
+		},
+		{
 			name: "optional stores may stay empty",
 			groups: func() []Group {
 				return []Group{&Postgres{Optional: true}, &Kafka{Optional: true}, &ClickHouse{Optional: true}}
@@ -97,6 +114,19 @@ func TestAFlagWinsOverTheEnvironment(t *testing.T) {
 	}
 	if c.LogLevel != "debug" {
 		t.Fatalf("log level = %q, want the environment's debug", c.LogLevel)
+	}
+}
+
+func TestTrustedProxiesAreParsed(t *testing.T) {
+	var a API
+	if err := load(t, nil, []string{"--trusted-proxies", "10.0.0.0/8,192.0.2.7"}, &a); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Proxies.String(); got != "10.0.0.0/8,192.0.2.7/32" {
+		t.Errorf("trusted proxies %s", got)
+	}
+	if err := load(t, nil, nil, &API{}); err != nil {
+		t.Errorf("no trusted proxies (the default) is refused: %v", err)
 	}
 }
 

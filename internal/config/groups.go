@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/partnerstream/partnerstream/internal/clientaddr"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 )
@@ -162,6 +163,10 @@ type API struct {
 	// OperatorCompanies run the platform: their owners and admins keep every company's
 	// exchange rates.
 	OperatorCompanies []string
+	TrustedProxies    []string
+	ProxyProtocol     bool
+	// Proxies is TrustedProxies parsed, set by Validate.
+	Proxies clientaddr.Trusted
 }
 
 func (a *API) Register(fs *pflag.FlagSet) {
@@ -171,6 +176,8 @@ func (a *API) Register(fs *pflag.FlagSet) {
 	fs.DurationVar(&a.RateLimitWindow, "rate-limit-window", time.Minute, "window of the per-credential rate limit")
 	fs.IntVar(&a.FailedAuthLimit, "failed-auth-limit", 20, "wrong API keys or session tokens one address may send per minute, per api replica, before it gets 429 for the rest of the minute (0 disables)")
 	fs.StringSliceVar(&a.OperatorCompanies, "operator-companies", nil, "comma-separated company ids (co_...) of the platform's operator: their owners and admins keep the exchange rates of every company")
+	fs.StringSliceVar(&a.TrustedProxies, "trusted-proxies", nil, "comma-separated address ranges (or addresses) of the proxies in front of the api, such as an ingress controller's pods: from them the client address is taken from X-Forwarded-For (or a PROXY protocol header); empty trusts none and the client is the connection's peer")
+	fs.BoolVar(&a.ProxyProtocol, "proxy-protocol", false, "accept a PROXY protocol header (v1 or v2) from --trusted-proxies on the api's connections, for a TCP load balancer in front; a header from any other peer closes the connection")
 	fs.DurationVar(&a.WebhookSecretWait, "webhook-secret-wait", 10*time.Second, "how long creating or rotating a webhook waits for the controller to publish its secret")
 }
 
@@ -199,6 +206,12 @@ func (a *API) Validate() error {
 	}
 	if a.WebhookSecretWait < time.Second || a.WebhookSecretWait > time.Minute {
 		return Invalid("webhook-secret-wait", errors.New("must be between 1s and 1m"))
+	}
+	if a.Proxies, err = clientaddr.Parse(a.TrustedProxies); err != nil {
+		return Invalid("trusted-proxies", err)
+	}
+	if a.ProxyProtocol && a.Proxies.Empty() {
+		return Invalid("proxy-protocol", errors.New("needs --trusted-proxies: only trusted peers may send a PROXY header"))
 	}
 	return nil
 }

@@ -124,7 +124,7 @@ func (h authHandlers) requestCode(c *fiber.Ctx) error {
 	if err := DecodeJSON(c, &body); err != nil {
 		return err
 	}
-	err := h.signIn.RequestCode(c.UserContext(), body.Email, c.IP(), localeOf(c, body.Locale))
+	err := h.signIn.RequestCode(c.UserContext(), body.Email, clientIP(c, h.server.clients), localeOf(c, body.Locale))
 	var rl *magiccode.RateLimitError
 	switch {
 	case errors.Is(err, magiccode.ErrInvalidEmail):
@@ -158,7 +158,7 @@ func (h authHandlers) verifyCode(c *fiber.Ctx) error {
 	if body.CompanyKind != "" || body.CompanyName != "" {
 		reg = &signin.Registration{CompanyKind: body.CompanyKind, CompanyName: body.CompanyName, Name: body.Name, Locale: localeOf(c, body.Locale)}
 	}
-	res, err := h.signIn.SignInWithCode(c.UserContext(), body.Email, body.Code, reg, session.RequestMeta(c))
+	res, err := h.signIn.SignInWithCode(c.UserContext(), body.Email, body.Code, reg, session.RequestMeta(c, clientIP(c, h.server.clients)))
 	if err != nil {
 		return signInProblem(err)
 	}
@@ -225,7 +225,7 @@ func (h authHandlers) finishOAuth(c *fiber.Ctx) error {
 	if state == "" || subtle.ConstantTimeCompare([]byte(state), []byte(cookie)) != 1 {
 		return c.Redirect("/login?error=oauth_state", fiber.StatusFound)
 	}
-	res, back, err := h.signIn.FinishOAuth(c.UserContext(), c.Params("provider"), state, c.Query("code"), session.RequestMeta(c))
+	res, back, err := h.signIn.FinishOAuth(c.UserContext(), c.Params("provider"), state, c.Query("code"), session.RequestMeta(c, clientIP(c, h.server.clients)))
 	if err != nil {
 		p := signInProblem(err)
 		var prob *Problem

@@ -107,15 +107,16 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	return s.limiter.allow(c, Caller(c).ID())
 }
 
-// credential runs authenticate unless the address is throttled for failed credentials, and
-// counts a wrong credential against it.
+// credential runs authenticate unless the client address is throttled for failed
+// credentials, and counts a wrong credential against it.
 func (s *Server) credential(c *fiber.Ctx, authenticate func(*fiber.Ctx) error) error {
-	if err := s.failedAuth.check(c); err != nil {
+	ip := clientIP(c, s.clients)
+	if err := s.failedAuth.check(c, ip); err != nil {
 		return err
 	}
 	err := authenticate(c)
 	if err != nil {
-		s.failedAuth.record(c, err)
+		s.failedAuth.record(ip, err)
 	}
 	return err
 }

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/partnerstream/partnerstream/internal/clientaddr"
 	"github.com/partnerstream/partnerstream/internal/tracking"
 )
 
@@ -38,7 +38,7 @@ var subParams = [5]string{"sub1", "sub2", "sub3", "sub4", "sub5"}
 // mountRedirect adds GET (and HEAD) /c/{code}. It never answers a 500: an unknown or
 // inactive link gets a small HTML page with 404, a lookup failure one with 503.
 func (s *Server) mountRedirect(clicks Clicker, o TrackingOptions) {
-	h := redirectHandlers{clicks: clicks, log: s.log,
+	h := redirectHandlers{clicks: clicks, log: s.log, clients: s.clients,
 		visitorCookie: newCookieHeader(VisitorCookie, "/c/", visitorCookieAge, o.SecureCookies),
 		clickCookie:   newCookieHeader(ClickCookie, "/", clickCookieAge, o.SecureCookies)}
 	s.app.Get(redirectRoute, h.redirect)
@@ -50,6 +50,7 @@ const redirectRoute = "/c/:code"
 type redirectHandlers struct {
 	clicks                     Clicker
 	log                        *slog.Logger
+	clients                    clientaddr.Trusted
 	visitorCookie, clickCookie cookieHeader
 }
 
@@ -77,17 +78,6 @@ var (
 	noIndex            = []byte("noindex")
 )
 
-// clientIP is c.IP() in one allocation instead of two (net.IP.String). The api sets no
-// ProxyHeader (c.IP() would read it): the client is the connection's peer.
-func clientIP(c *fiber.Ctx) string {
-	addr, ok := netip.AddrFromSlice(c.Context().RemoteIP())
-	if !ok {
-		return c.IP()
-	}
-	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff")]byte
-	return string(addr.Unmap().AppendTo(buf[:0]))
-}
-
 // setCookie adds the cookie h with value; the header copies the bytes, so they stay on the
 // stack.
 func setCookie[V string | []byte](c *fiber.Ctx, h cookieHeader, value V) {
@@ -114,7 +104,7 @@ func (h redirectHandlers) redirect(c *fiber.Ctx) error {
 	}
 	v := tracking.Visit{
 		Code:      code,
-		IP:        clientIP(c),
+		IP:        clientIP(c, h.clients),
 		UserAgent: c.Get(fiber.HeaderUserAgent),
 		Referrer:  c.Get(fiber.HeaderReferer),
 		VisitorID: c.Cookies(VisitorCookie),

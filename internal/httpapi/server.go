@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/clientaddr"
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/metrics"
@@ -47,7 +49,11 @@ type Options struct {
 	// FailedAuthLimit is how many wrong API keys or session tokens an address may send per
 	// minute before its credentialed requests get 429 for the rest of the minute; 0 disables.
 	FailedAuthLimit int
-	Now             func() time.Time
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client; with
+	// ProxyProtocol, they may also open their connections with a PROXY protocol header.
+	TrustedProxies clientaddr.Trusted
+	ProxyProtocol  bool
+	Now            func() time.Time
 }
 
 // Server is the api component.
@@ -61,6 +67,10 @@ type Server struct {
 	limiter  *limiter
 	// failedAuth throttles addresses that send wrong credentials.
 	failedAuth *failedAuth
+	// clients decides a request's client address (clientIP); proxyProtocol wraps the
+	// listener for the PROXY protocol.
+	clients       clientaddr.Trusted
+	proxyProtocol bool
 	// routes indexes the route templates for knownRoute.
 	routes    atomic.Pointer[routeIndex]
 	publicAPI [][]string // /api route templates that need no credentials (sign-in), by segment
@@ -82,8 +92,8 @@ func New(o Options) *Server {
 		// The families' credential rules select routes by their exact prefix: a router that
 		// ignored case would serve /API/api-keys without any credentials.
 		CaseSensitive: true,
-		// The api sits behind a load balancer or ingress in production; trusting proxy
-		// headers is configured there, never by default.
+		// Fiber trusts no proxy's X-Forwarded-* headers (Hostname, Protocol): the client
+		// address is clientIP's, and nothing else is taken from a proxy.
 		EnableTrustedProxyCheck: true,
 	})
 	if o.Now == nil {
@@ -93,7 +103,8 @@ func New(o Options) *Server {
 		o.Keys = noKeys{}
 	}
 	s := &Server{app: app, addr: o.Addr, log: o.Log, keys: o.Keys, sessions: o.Sessions, idem: o.Idempotency,
-		limiter: newLimiter(o.RateLimit, o.Now), failedAuth: newFailedAuth(o.FailedAuthLimit, o.Now), bound: make(chan string, 1)}
+		limiter: newLimiter(o.RateLimit, o.Now), failedAuth: newFailedAuth(o.FailedAuthLimit, o.Now),
+		clients: o.TrustedProxies, proxyProtocol: o.ProxyProtocol, bound: make(chan string, 1)}
 	app.Use(s.recover, requestID, observe, s.families)
 	app.Get("/healthz", func(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"status": "ok"})
@@ -160,9 +171,12 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", s.addr, err)
 	}
 	s.bound <- ln.Addr().String()
+	if s.proxyProtocol {
+		ln = s.clients.ProxyProtocol(ln)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
-	s.log.Info("http api listening", "addr", ln.Addr().String())
+	s.log.Info("http api listening", "addr", ln.Addr().String(), "trusted_proxies", s.clients.String(), "proxy_protocol", s.proxyProtocol)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -173,6 +187,21 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// clientIP is the address of the request's client as text, decided by clientaddr from the
+// connection's peer and, when the peer is a trusted proxy, X-Forwarded-For. Everything that
+// uses a client address takes it from here. The click redirect calls it on every click, so it
+// costs one allocation (the string) and looks at no header unless the peer is trusted.
+func clientIP(c *fiber.Ctx, trusted clientaddr.Trusted) string {
+	// fasthttp reports 0.0.0.0 for a connection that is not TCP.
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	addr := peer.Unmap()
+	if trusted.Contains(addr) {
+		addr = trusted.Client(addr, c.Request().Header.PeekAll(fiber.HeaderXForwardedFor))
+	}
+	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff")]byte
+	return string(addr.AppendTo(buf[:0]))
 }
 
 const requestIDHeader = "X-Request-Id"

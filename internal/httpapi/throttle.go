@@ -18,11 +18,11 @@ var (
 	credentialThrottled = metrics.NewCounter("credential_throttled_total", "Requests answered 429 because their address sent too many failed credentials.")
 )
 
-// failedAuth throttles addresses that keep sending bad credentials: after limit failures
-// within a minute, every credentialed request from the address gets a 429 until the minute
-// is over, without its credential being looked at, so guessing API keys or session tokens
-// gets nowhere. Successful requests count nothing. Counted per api replica, like the rate
-// limit: with n replicas behind a balancer an address gets up to n times the limit.
+// failedAuth throttles client addresses that keep sending bad credentials: after limit
+// failures within a minute, every credentialed request from the address gets a 429 until the
+// minute is over, without its credential being looked at, so guessing API keys or session
+// tokens gets nowhere. Successful requests count nothing. Counted per api replica, like the
+// rate limit: with n replicas behind a balancer an address gets up to n times the limit.
 type failedAuth struct {
 	limit int // 0 disables
 	w     *windows
@@ -32,12 +32,12 @@ func newFailedAuth(limit int, now func() time.Time) *failedAuth {
 	return &failedAuth{limit: limit, w: newWindows(failedAuthWindow, now)}
 }
 
-// check refuses an address that reached the limit.
-func (f *failedAuth) check(c *fiber.Ctx) error {
+// check refuses a client address (clientIP) that reached the limit.
+func (f *failedAuth) check(c *fiber.Ctx, ip string) error {
 	if f.limit <= 0 {
 		return nil
 	}
-	count, reset := f.w.add(c.IP(), 0)
+	count, reset := f.w.add(ip, 0)
 	if count < f.limit {
 		return nil
 	}
@@ -52,8 +52,8 @@ func (f *failedAuth) check(c *fiber.Ctx) error {
 // credential, an expired or signed-out session and the like are ordinary and count nothing.
 var credentialCodes = map[string]string{"invalid_api_key": "api_key", "invalid_session": "session"}
 
-// record counts err against the address when it refuses a wrong credential.
-func (f *failedAuth) record(c *fiber.Ctx, err error) {
+// record counts err against the client address when it refuses a wrong credential.
+func (f *failedAuth) record(ip string, err error) {
 	var p *Problem
 	if !errors.As(err, &p) {
 		return
@@ -64,6 +64,6 @@ func (f *failedAuth) record(c *fiber.Ctx, err error) {
 	}
 	credentialFailures.WithLabelValues(kind).Inc()
 	if f.limit > 0 {
-		f.w.add(c.IP(), 1)
+		f.w.add(ip, 1)
 	}
 }

@@ -119,8 +119,9 @@ func (m *Manager) cookie(name, value, path string, httpOnly bool, sameSite strin
 	return &fiber.Cookie{Name: name, Value: value, Path: path, HTTPOnly: httpOnly, Secure: m.secure, SameSite: sameSite, MaxAge: maxAge}
 }
 
-// RequestMeta describes the client of a sign-in request for Issue. The values are copied:
-// Fiber reuses its buffers once the handler returns.
-func RequestMeta(c *fiber.Ctx) Meta {
-	return Meta{UserAgent: utils.CopyString(c.Get(fiber.HeaderUserAgent)), IP: utils.CopyString(c.IP())}
+// RequestMeta describes the client of a sign-in request for Issue; ip is its address as the
+// api decided it (behind trusted proxies, not the connection's peer). The user agent is
+// copied: Fiber reuses its buffers once the handler returns.
+func RequestMeta(c *fiber.Ctx, ip string) Meta {
+	return Meta{UserAgent: utils.CopyString(c.Get(fiber.HeaderUserAgent)), IP: ip}
 }

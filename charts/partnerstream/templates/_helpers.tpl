@@ -102,6 +102,8 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_RATE_LIMIT_WINDOW, commands: [api], value: {{ toJson $v.api.rateLimitWindow }}}
 - {env: PARTNERSTREAM_FAILED_AUTH_LIMIT, commands: [api], value: {{ int64 $v.api.failedAuthLimit | toString | toJson }}}
 - {env: PARTNERSTREAM_OPERATOR_COMPANIES, commands: [api], value: {{ join "," $v.api.operatorCompanies | toJson }}}
+- {env: PARTNERSTREAM_TRUSTED_PROXIES, commands: [api], value: {{ join "," $v.api.trustedProxies | toJson }}}
+- {env: PARTNERSTREAM_PROXY_PROTOCOL, commands: [api], value: {{ ternary "true" "" $v.api.proxyProtocol | toJson }}}
 - {env: PARTNERSTREAM_SESSION_KEYS, commands: [api], setting: {{ toJson $v.session.keys }}}
 {{- $clickIDKeys := $v.clickIDs.keys }}
 {{- if not $clickIDKeys.secretName }}
