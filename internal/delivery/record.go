@@ -111,9 +111,11 @@ func (s *Service) storeAndCommit(ctx context.Context, session *kafka.Session, ba
 	eventsConsumed.Add(float64(len(batch)))
 	final := ctx.Err() != nil
 	for attempt := 1; ; attempt++ {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalStoreTimeout)
-		if !final {
-			cancel()
+		var sctx context.Context
+		var cancel context.CancelFunc
+		if final {
+			sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), finalStoreTimeout)
+		} else {
 			sctx, cancel = context.WithCancel(ctx)
 		}
 		_, err := s.record(sctx, envs)

@@ -146,16 +146,17 @@ func (cw *clickWatcher) poll(ctx context.Context) error {
 	}
 	awaitingClick.Set(float64(len(awaiting)))
 	cw.idle, cw.polled = len(awaiting) == 0, now
-	var clickIDs []string
-	for id, a := range awaiting {
-		if now.Sub(cw.published[id]) < republishAfter {
-			continue
-		}
-		clickIDs = append(clickIDs, a.clickID)
-	}
 	for id := range cw.published {
 		if _, ok := awaiting[id]; !ok {
 			delete(cw.published, id)
+		}
+	}
+	var due []awaitingConversion // not published within republishAfter
+	var clickIDs []string
+	for id, a := range awaiting {
+		if now.Sub(cw.published[id]) >= republishAfter {
+			due = append(due, a)
+			clickIDs = append(clickIDs, a.clickID)
 		}
 	}
 	clicks := make(map[string]events.ClickArrivedData, len(clickIDs))
@@ -172,18 +173,18 @@ func (cw *clickWatcher) poll(ctx context.Context) error {
 	}
 	var recs []kafka.Record
 	var published []string
-	for id, a := range awaiting {
+	for _, a := range due {
 		d, ok := clicks[a.clickID]
-		if !ok || now.Sub(cw.published[id]) < republishAfter {
+		if !ok {
 			continue
 		}
-		d.ConversionID, d.Since = id, a.since
+		d.ConversionID, d.Since = a.id, a.since
 		rec, err := arrivalRecord(d, now)
 		if err != nil {
 			return err
 		}
 		recs = append(recs, rec)
-		published = append(published, id)
+		published = append(published, a.id)
 	}
 	if len(recs) == 0 {
 		return nil

@@ -70,7 +70,7 @@ type Claim interface {
 
 // Session is one generation of the group: the partitions this member reads until it ends.
 type Session struct {
-	// Partitions are this member's, each with the offset it starts reading from.
+	// Partitions are the ones this member reads in this generation.
 	Partitions []int
 	ctx        context.Context
 	gen        *kafkago.Generation
