@@ -9,8 +9,10 @@
 #
 # `make cluster` is up + install; `make e2e` is up, the end-to-end test (which installs,
 # upgrades and uninstalls), and down. The chart's external dependencies run on this machine,
-# bound to the node's address so pods reach them: Postgres, ClickHouse and the Kafka-protocol
-# broker (hack/kafka). Nothing listens beyond loopback and the cluster's own private network.
+# bound to the node's address so pods reach them: Postgres, ClickHouse, the Kafka-protocol
+# broker (hack/kafka) and a mail catcher (MailDev, hack/maildev) whose web page shows the
+# sign-in codes the api sends. Nothing listens beyond loopback and the cluster's own private
+# network.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -20,6 +22,8 @@ HOST=$DIR/host
 NODE_IP=10.213.0.1 # hack/cluster/main.go: nodeIP
 POD_CIDR=10.214.0.0/24
 API_NODE_PORT=30080
+MAIL_SMTP_PORT=1025 # the node address is the cluster's own: fixed ports cannot collide
+MAIL_WEB_PORT=1080
 NS=partnerstream
 RELEASE=partnerstream
 KUBECONFIG_FILE=$DIR/kubeconfig
@@ -38,6 +42,7 @@ build() {
   bash hack/envtest.sh
   bash hack/kube-node.sh
   bash hack/helm.sh install
+  bash hack/npm-tools.sh maildev
   step "building the images"
   make --no-print-directory image VERSION="$VERSION" >&2
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/pause ./hack/pause
@@ -63,11 +68,19 @@ up() {
     echo $! >"$HOST/kafka.pid"
     wait_for 30 "kafka on $kafka" grep -q "ready" "$HOST/kafka.log"
   fi
+  if ! pid_alive "$HOST/maildev.pid"; then
+    setsid bin/maildev/node_modules/.bin/maildev --ip "$NODE_IP" --smtp "$MAIL_SMTP_PORT" \
+      --web-ip "$NODE_IP" --web "$MAIL_WEB_PORT" --mail-directory "$HOST/mail" >"$HOST/maildev.log" 2>&1 </dev/null &
+    echo $! >"$HOST/maildev.pid"
+    wait_for 30 "the mail catcher on $NODE_IP:$MAIL_WEB_PORT" curl -fsS "http://$NODE_IP:$MAIL_WEB_PORT/api/healthz"
+  fi
   {
     echo "$pg"
     echo "$ch"
     echo "PARTNERSTREAM_KAFKA_BROKERS=$kafka"
     echo "PARTNERSTREAM_NODE_IP=$NODE_IP"
+    echo "PARTNERSTREAM_SMTP_ADDR=$NODE_IP:$MAIL_SMTP_PORT"
+    echo "PARTNERSTREAM_MAIL_URL=http://$NODE_IP:$MAIL_WEB_PORT"
     echo "PARTNERSTREAM_BASE_URL=http://$NODE_IP:$API_NODE_PORT"
     echo "PARTNERSTREAM_IMAGE_TAG=$VERSION" # what `up` imported; a later commit must not change it
   } >"$DIR/env"
@@ -100,6 +113,10 @@ kafka:
   partitions: 3
 session:
   keys: {secretName: partnerstream-local, secretKey: session-keys}
+smtp:
+  host: {value: "${PARTNERSTREAM_SMTP_ADDR%:*}"}
+  port: ${PARTNERSTREAM_SMTP_ADDR##*:}
+  tls: none
 api:
   baseURL: "$PARTNERSTREAM_BASE_URL"
   service: {type: NodePort, nodePort: $API_NODE_PORT}
@@ -143,6 +160,8 @@ $(printf '\033[1m')PartnerStream is running in a local Kubernetes cluster.$(prin
   Demo data     $DIR/demo.json (companies, API keys, session tokens, program, tracking link)
   Receivers     webhooks to https://$NODE_IP:<port>/ with a certificate from
                 $DIR/pki/receiver-ca.crt (key beside it) are trusted and allowed
+  Dashboard     $PARTNERSTREAM_BASE_URL/login   (sign in with a demo e-mail from the file above)
+  Mail          $PARTNERSTREAM_MAIL_URL   (MailDev: every e-mail the api sends, sign-in codes too)
   Postgres      $PARTNERSTREAM_POSTGRES_URL
   Logs          $DIR/logs/ (cluster), bin/k8s/kubectl ... logs deploy/partnerstream-api
   Stop          make cluster-down
@@ -153,6 +172,7 @@ MSG
 down() {
   step "stopping the cluster's host services"
   stop_pidfile "$HOST/kafka.pid"
+  stop_pidfile "$HOST/maildev.pid"
   if [ -d "$HOST" ]; then
     PARTNERSTREAM_LOCAL_DIR=$HOST bash hack/clickhouse.sh stop
     PARTNERSTREAM_LOCAL_DIR=$HOST POSTGRES_LISTEN=$NODE_IP bash hack/postgres.sh stop || true

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Installs the npm tools of `make lint` (hack/lint/package.json, pinned by its
-# package-lock.json: Redocly CLI, openapi-typescript, TypeScript) into bin/npm, idempotently.
+# Installs a set of npm packages pinned by its package-lock.json, idempotently:
+#
+#   hack/npm-tools.sh           the tools of `make lint` (hack/lint: Redocly CLI,
+#                               openapi-typescript, TypeScript) into bin/npm
+#   hack/npm-tools.sh maildev   the local cluster's mail catcher (hack/maildev) into bin/maildev
+#
 # Node and npm come from Debian (nodejs, npm) when the machine has none. The install is
-# skipped while bin/npm was installed from the same lock file; npm's own cache (~/.npm) makes a clean
-# clone's install quick. Progress goes to stderr; nothing is printed on stdout.
+# skipped while the directory was installed from the same lock file; npm's own cache (~/.npm)
+# makes a clean clone's install quick. Progress goes to stderr; nothing is printed on stdout.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SRC=$ROOT/hack/lint
-DIR=$ROOT/bin/npm
+case "${1:-lint}" in
+  lint) SRC=$ROOT/hack/lint DIR=$ROOT/bin/npm ;;
+  maildev) SRC=$ROOT/hack/maildev DIR=$ROOT/bin/maildev ;;
+  *) echo "usage: $0 [lint|maildev]" >&2; exit 2 ;;
+esac
 
 log() { echo "npm-tools: $*" >&2; }
 
@@ -24,8 +31,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 
 # .installed is the lock file of the last complete install: an interrupted one is redone.
-if [ -x "$DIR/node_modules/.bin/redocly" ] && cmp -s "$SRC/package-lock.json" "$DIR/.installed"; then
-  log "up to date"
+if [ -d "$DIR/node_modules/.bin" ] && cmp -s "$SRC/package-lock.json" "$DIR/.installed"; then
+  log "$(basename "$DIR") up to date"
   exit 0
 fi
 log "npm ci in $DIR"

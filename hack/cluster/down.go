@@ -101,10 +101,8 @@ func down(_ context.Context, l layout) error {
 // leftovers checks the host against the snapshot and names whatever `down` did not undo.
 func leftovers(l layout, before snapshot) error {
 	var left []string
-	for _, words := range [][]string{{l.assets + "/"}, {l.dir + "/"}, {"containerd", l.dir}} {
-		if pids := processesMatching(words...); len(pids) > 0 {
-			left = append(left, fmt.Sprintf("processes %v (%s)", pids, strings.Join(words, " ")))
-		}
+	if pids := processesOf(l); len(pids) > 0 {
+		left = append(left, fmt.Sprintf("processes %v (of %s)", pids, l.dir))
 	}
 	if pids := processesInCgroup("/kubepods"); len(pids) > 0 {
 		left = append(left, fmt.Sprintf("pod processes %v", pids))

@@ -256,7 +256,7 @@ func mountsUnder(dir string) []string {
 			continue
 		}
 		p := unescapeMount(f[4])
-		if p == dir || strings.HasPrefix(p, dir+"/") {
+		if within(p, dir) {
 			points = append(points, p)
 		}
 	}

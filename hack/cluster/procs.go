@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,55 +94,70 @@ func running(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
-// processesMatching lists the pids whose command line contains every one of the words, and
-// whose executable is not this program.
-func processesMatching(words ...string) []int {
+// processes lists the pids of the processes other than this one for which match holds.
+func processes(match func(pid int) bool) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	self := os.Getpid()
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(b) == 0 {
-			continue
-		}
-		cmdline := strings.ReplaceAll(string(b), "\x00", " ")
-		all := true
-		for _, w := range words {
-			all = all && strings.Contains(cmdline, w)
-		}
-		if all {
+		if err == nil && pid != self && match(pid) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
 }
 
+func cmdline(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.ReplaceAll(string(b), "\x00", " ")
+}
+
+// processesMatching lists the pids whose command line contains every one of the words.
+func processesMatching(words ...string) []int {
+	return processes(func(pid int) bool {
+		c := cmdline(pid)
+		all := c != ""
+		for _, w := range words {
+			all = all && strings.Contains(c, w)
+		}
+		return all
+	})
+}
+
+// processesOf lists the cluster's processes: those whose arguments name its state directory
+// (everything `start` runs, and the containerd shims), and any binary of the assets directory
+// working in that directory, where `start` runs each. A binary of the assets directory
+// elsewhere is not the cluster's: `make run` runs its etcd and kube-apiserver from the same
+// bin/k8s, with their state in another directory, and may run beside the cluster.
+func processesOf(l layout) []int {
+	return processes(func(pid int) bool {
+		if strings.Contains(cmdline(pid), l.dir+"/") {
+			return true
+		}
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		return within(exe, l.assets) && cwd == l.dir
+	})
+}
+
+func within(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
+
 // processesInCgroup lists the pids whose cgroup path (any hierarchy) starts with prefix.
 func processesInCgroup(prefix string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	return processes(func(pid int) bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
-		if err != nil {
-			continue
+			return false
 		}
 		for _, line := range strings.Split(string(b), "\n") {
 			parts := strings.SplitN(line, ":", 3)
 			if len(parts) == 3 && strings.HasPrefix(parts[2], prefix) {
-				pids = append(pids, pid)
-				break
+				return true
 			}
 		}
-	}
-	return pids
+		return false
+	})
 }
 
 // waitFor polls check every 250 ms until it succeeds or ctx ends; the last error is returned.
