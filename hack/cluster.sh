@@ -21,6 +21,7 @@ DIR=$LOCAL/cluster
 HOST=$DIR/host
 NODE_IP=10.213.0.1 # hack/cluster/main.go: nodeIP
 POD_CIDR=10.214.0.0/24
+POD_GATEWAY=10.214.0.1 # the bridge's address: pods see the host's connections come from it
 API_NODE_PORT=30080
 MAIL_SMTP_PORT=1025 # the node address is the cluster's own: fixed ports cannot collide
 MAIL_WEB_PORT=1080
@@ -79,6 +80,7 @@ up() {
     echo "$ch"
     echo "PARTNERSTREAM_KAFKA_BROKERS=$kafka"
     echo "PARTNERSTREAM_NODE_IP=$NODE_IP"
+    echo "PARTNERSTREAM_POD_GATEWAY=$POD_GATEWAY"
     echo "PARTNERSTREAM_SMTP_ADDR=$NODE_IP:$MAIL_SMTP_PORT"
     echo "PARTNERSTREAM_MAIL_URL=http://$NODE_IP:$MAIL_WEB_PORT"
     echo "PARTNERSTREAM_BASE_URL=http://$NODE_IP:$API_NODE_PORT"

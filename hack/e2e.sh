@@ -3,6 +3,13 @@
 # (test/journey, build tag e2e: helm install --wait, the journey through the api Service,
 # pods force-deleted under traffic, a rolling upgrade under traffic, /metrics of every pod,
 # the leader Lease, helm uninstall), then the cluster is torn down and the machine checked.
+# Every request goes through HAProxy (Debian's package) in front of the api Service, first
+# adding X-Forwarded-For, then sending the PROXY protocol (test/journey/frontdoor_test.go).
+#
+#   E2E_TRUSTED_PROXIES=off   install without api.trustedProxies: the run must fail on the
+#                             visitors' addresses (the proof that the setting is what works)
+#   E2E_PENDING=unique,limits skip the unique-click or the limit assertions (while the work
+#                             they check is not merged); a full run sets neither
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"

@@ -126,19 +126,34 @@ type visitor struct {
 
 func newVisitor(n int) *visitor {
 	jar, _ := cookiejar.New(nil)
-	return &visitor{
-		// A browser's user agent: tools' agents (Go-http-client) are counted as bots.
-		ua: fmt.Sprintf("Mozilla/5.0 (X11; Linux x86_64; journey visitor %d) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36", n),
-		hc: &http.Client{Jar: jar, Timeout: 10 * time.Second,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-	}
+	return &visitor{ua: browserAgent(fmt.Sprintf("journey visitor %d", n)), hc: browserClient(jar, nil)}
+}
+
+// browserAgent is a browser's user agent: tools' agents (Go-http-client) are counted as bots.
+func browserAgent(label string) string {
+	return "Mozilla/5.0 (X11; Linux x86_64; " + label + ") AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36"
+}
+
+// browserClient follows no redirect (the landing page is not the platform's) and keeps
+// cookies in jar (nil: none, a browser that refuses them).
+func browserClient(jar http.CookieJar, transport http.RoundTripper) *http.Client {
+	return &http.Client{Jar: jar, Transport: transport, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // click opens a tracking link and returns the click id the landing page receives.
 func (v *visitor) click(baseURL, code string) (string, error) {
+	return v.clickWith(baseURL, code, nil)
+}
+
+// clickWith is click with extra request headers.
+func (v *visitor) clickWith(baseURL, code string, header http.Header) (string, error) {
 	req, err := http.NewRequest(http.MethodGet, baseURL+"/c/"+code, nil)
 	if err != nil {
 		return "", err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	req.Header.Set("User-Agent", v.ua)
 	resp, err := v.hc.Do(req)

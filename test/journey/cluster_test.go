@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,29 +39,49 @@ import (
 	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
+// rateLimitBudget is the per-credential budget the rolling upgrade sets (per minute, the
+// chart's default window): the journey before it runs without one, since its traffic
+// converts far faster; the checks after it stay well below it.
+const rateLimitBudget = 100
+
 // TestCluster is `make e2e`: the platform installed with its chart into a local cluster that
-// runs its pods (hack/cluster.sh up made it), then the journey through the api Service only,
-// pods force-deleted under traffic, a rolling upgrade under traffic, each pod's /metrics, the
-// controller's leader Lease, and an uninstall that keeps the CRD and the Webhooks.
+// runs its pods (hack/cluster.sh up made it), with 3 api, 2 ingest and 2 deliver replicas,
+// behind a front door (HAProxy, frontdoor_test.go) that every request goes through. Then the
+// journey; visitors from their own addresses through X-Forwarded-For; a rolling restart of
+// the api; pods force-deleted under traffic; a rolling upgrade under traffic that turns on the
+// PROXY protocol and a rate limit; the visitors again through the PROXY protocol; the limits
+// across pods; each pod's /metrics; the controller's leader Lease; and an uninstall that
+// keeps the CRD and the Webhooks.
 func TestCluster(t *testing.T) {
 	c := openCluster(t)
 	smtpAddr, inbox := testenv.SMTPWith(t, testenv.SMTPOptions{Listen: net.JoinHostPort(c.nodeIP, "0")})
 	smtpHost, smtpPort, _ := net.SplitHostPort(smtpAddr)
+	fd := c.startFrontDoor(t)
 
 	began := time.Now()
-	c.script(t, "install", "--set", "smtp.host.value="+smtpHost, "--set", "smtp.port="+smtpPort, "--set", "smtp.tls=none",
-		"--set", "api.rateLimitRequests=0")
+	c.script(t, append([]string{"install", "--set", "smtp.host.value=" + smtpHost, "--set", "smtp.port=" + smtpPort, "--set", "smtp.tls=none",
+		"--set", "api.rateLimitRequests=0", "--set", "api.replicas=3", "--set", "ingest.replicas=2", "--set", "deliver.replicas=2"},
+		c.trustedProxyValues(t)...)...)
 	t.Logf("helm install --wait and the api through its Service: %s", time.Since(began).Round(time.Second))
 	c.allPodsReady(t)
+	fd.configure(t, false)
 
-	s := &stack{t: t, baseURL: c.env["PARTNERSTREAM_BASE_URL"], pgURL: c.env["PARTNERSTREAM_POSTGRES_URL"],
+	s := &stack{t: t, baseURL: fd.url, pgURL: c.env["PARTNERSTREAM_POSTGRES_URL"],
 		chAddr: c.env["PARTNERSTREAM_CLICKHOUSE_ADDR"], chDB: "partnerstream", inbox: inbox,
 		receiverAddr: net.JoinHostPort(c.nodeIP, "0"), receiverTLS: c.receiverTLS(t), subscribe: c.applyWebhook}
 	w := setUp(t, s)
 	w.play(t)
 
+	avoidTheTopOfTheHour(t, 4*time.Minute)
+	forwarded := c.clicksThroughTheDoor(t, w, fd, 10, "X-Forwarded-For")
+	c.restartKeepsUniqueCounts(t, fd, forwarded)
+
 	c.killPodsUnderTraffic(t, w)
-	c.upgradeUnderTraffic(t, w)
+	c.upgradeUnderTraffic(t, w, "--set", "api.proxyProtocol=true", "--set", "api.rateLimitRequests="+strconv.Itoa(rateLimitBudget))
+	fd.configure(t, true)
+	c.clicksThroughTheDoor(t, w, fd, 40, "PROXY protocol")
+	c.limitsHoldAcrossPods(t, w, fd, rateLimitBudget, 20)
+
 	c.scrapeEveryPod(t)
 	c.leaderLease(t)
 	c.uninstallKeepsWebhooks(t)
@@ -409,14 +430,14 @@ func (c *cluster) killPodsUnderTraffic(t *testing.T, w *world) {
 }
 
 // upgradeUnderTraffic changes a value that every Deployment's pods carry (a rolling restart
-// of each) while clicks flow: the api keeps answering.
-func (c *cluster) upgradeUnderTraffic(t *testing.T, w *world) {
+// of each), and the values given, while clicks flow: the api keeps answering.
+func (c *cluster) upgradeUnderTraffic(t *testing.T, w *world, values ...string) {
 	t.Helper()
 	tr := startTraffic(w, "upgrade")
 	time.Sleep(3 * time.Second)
 	began := time.Now()
-	c.helm(t, "upgrade", "partnerstream", filepath.Join(c.root, "charts", "partnerstream"), "--reuse-values",
-		"--set", "logLevel=debug", "--wait", "--timeout", "5m")
+	c.helm(t, append([]string{"upgrade", "partnerstream", filepath.Join(c.root, "charts", "partnerstream"), "--reuse-values",
+		"--set", "logLevel=debug", "--wait", "--timeout", "5m"}, values...)...)
 	t.Logf("helm upgrade (rolling restart of every Deployment): %s", time.Since(began).Round(time.Second))
 	time.Sleep(3 * time.Second)
 	tr.stop()
