@@ -79,6 +79,7 @@ func TestCluster(t *testing.T) {
 	c.killPodsUnderTraffic(t, w)
 	c.upgradeUnderTraffic(t, w, "--set", "api.proxyProtocol=true", "--set", "api.rateLimitRequests="+strconv.Itoa(rateLimitBudget))
 	fd.configure(t, true)
+	avoidTheTopOfTheHour(t, time.Minute)
 	c.clicksThroughTheDoor(t, w, fd, 40, "PROXY protocol")
 	c.limitsHoldAcrossPods(t, w, fd, rateLimitBudget, 20)
 
