@@ -19,8 +19,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/ClickHouse/clickhouse-go/v2"
 )
 
 // The front door: HAProxy, from Debian's packages (hack/deps.sh), in front of the api Service
@@ -326,10 +324,7 @@ type clickFact struct {
 // clickFacts reads each click's recorded address and duplicate flag from ClickHouse.
 func (s *stack) clickFacts(t *testing.T, ids []string) map[string]clickFact {
 	t.Helper()
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.chAddr}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("e2e: clickhouse: %v", err)
-	}
+	conn := s.clickhouse(t)
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -382,15 +377,8 @@ func (w *world) awaitLinkFigures(t *testing.T, as *company, linkID string, click
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		var r struct {
-			Data []struct {
-				LinkID string `json:"link_id"`
-				figures
-			} `json:"data"`
-		}
-		w.s.call(apiCall{method: "GET", path: "/api/v1/stats?group_by=link&program_id=" + w.programID, as: as, auth: "key"}, &r, http.StatusOK)
 		var got figures
-		for _, row := range r.Data {
+		for _, row := range w.statsBy(t, as, "link") {
 			if row.LinkID == linkID {
 				got = row.figures
 			}

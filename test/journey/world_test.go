@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -295,19 +296,29 @@ func (w *world) stats(t testing.TB, as *company) figures {
 	return r.Totals
 }
 
+// statsRow is a row of the program's statistics grouped by sub1 or by link.
+type statsRow struct {
+	Sub1   string `json:"sub1"`
+	LinkID string `json:"link_id"`
+	figures
+}
+
+// statsBy reads the company's statistics of the program, grouped.
+func (w *world) statsBy(t testing.TB, as *company, groupBy string) []statsRow {
+	t.Helper()
+	var r struct {
+		Data []statsRow `json:"data"`
+	}
+	w.s.call(apiCall{method: "GET", path: "/api/v1/stats?group_by=" + groupBy + "&program_id=" + w.programID, as: as, auth: "key"}, &r, http.StatusOK)
+	return r.Data
+}
+
 // conversionsBySub1 reads the company's conversions of the program by sub1 (rows without
 // conversions left out).
 func (w *world) conversionsBySub1(t testing.TB, as *company) map[string]int {
 	t.Helper()
-	var r struct {
-		Data []struct {
-			Sub1 string `json:"sub1"`
-			figures
-		} `json:"data"`
-	}
-	w.s.call(apiCall{method: "GET", path: "/api/v1/stats?group_by=sub1&program_id=" + w.programID, as: as, auth: "key"}, &r, http.StatusOK)
 	out := map[string]int{}
-	for _, row := range r.Data {
+	for _, row := range w.statsBy(t, as, "sub1") {
 		if row.Conversions.Total != 0 {
 			out[row.Sub1] += row.Conversions.Total
 		}
@@ -335,10 +346,7 @@ func (w *world) awaitStats(t testing.TB, as *company, want figures, within time.
 // and the distinct ids among them, a few thousand ids per query (a query's size is bounded).
 func (s *stack) storedClicks(t testing.TB, ids []string) (rows, distinct uint64) {
 	t.Helper()
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.chAddr}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("journey: clickhouse: %v", err)
-	}
+	conn := s.clickhouse(t)
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -352,13 +360,20 @@ func (s *stack) storedClicks(t testing.TB, ids []string) (rows, distinct uint64)
 	return rows, distinct
 }
 
-// allClicks counts every stored click row and distinct click id of the stack.
-func (s *stack) allClicks(t testing.TB) (rows, distinct uint64) {
+// clickhouse connects to the stack's ClickHouse.
+func (s *stack) clickhouse(t testing.TB) driver.Conn {
 	t.Helper()
 	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.chAddr}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("journey: clickhouse: %v", err)
 	}
+	return conn
+}
+
+// allClicks counts every stored click row and distinct click id of the stack.
+func (s *stack) allClicks(t testing.TB) (rows, distinct uint64) {
+	t.Helper()
+	conn := s.clickhouse(t)
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
