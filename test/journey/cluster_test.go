@@ -72,14 +72,15 @@ func TestCluster(t *testing.T) {
 	w := setUp(t, s)
 	w.play(t)
 
-	avoidTheTopOfTheHour(t, 4*time.Minute)
+	hour := "the visitors' repeats must fall in the hour of their first clicks"
+	clearOfTheEdge(t, time.Hour, 4*time.Minute, hour)
 	forwarded := c.clicksThroughTheDoor(t, w, fd, 10, "X-Forwarded-For")
 	c.restartKeepsUniqueCounts(t, fd, forwarded)
 
 	c.killPodsUnderTraffic(t, w)
 	c.upgradeUnderTraffic(t, w, "--set", "api.proxyProtocol=true", "--set", "api.rateLimitRequests="+strconv.Itoa(rateLimitBudget))
 	fd.configure(t, true)
-	avoidTheTopOfTheHour(t, time.Minute)
+	clearOfTheEdge(t, time.Hour, time.Minute, hour)
 	c.clicksThroughTheDoor(t, w, fd, 40, "PROXY protocol")
 	c.limitsHoldAcrossPods(t, w, fd, rateLimitBudget, 20)
 

@@ -411,14 +411,16 @@ func (c *cluster) restartKeepsUniqueCounts(t *testing.T, fd *frontDoor, r *doorR
 	r.repeat(t)
 }
 
-// avoidTheTopOfTheHour waits for the next hour when fewer than span are left of this one:
-// a repeat "within the hour" must not fall into the next by chance.
-func avoidTheTopOfTheHour(t *testing.T, span time.Duration) {
+// clearOfTheEdge waits for the next period of the clock (an hour, a minute) when fewer than
+// span are left of this one: what must fall in one period (a visitor's repeats in the hour of
+// its first click, a burst in one rate-limit window, aligned on the clock) must not straddle
+// two by chance.
+func clearOfTheEdge(t *testing.T, period, span time.Duration, why string) {
 	t.Helper()
-	next := time.Now().Truncate(time.Hour).Add(time.Hour)
+	next := time.Now().Truncate(period).Add(period)
 	if left := time.Until(next); left < span {
-		t.Logf("waiting %s for the next hour: the visitors' repeats must fall in the hour of their first clicks", left.Round(time.Second))
-		time.Sleep(left + time.Second)
+		t.Logf("waiting %s for the next %s: %s", left.Round(time.Second), period, why)
+		time.Sleep(left + 100*time.Millisecond)
 	}
 }
 
@@ -436,6 +438,7 @@ func (c *cluster) limitsHoldAcrossPods(t *testing.T, w *world, fd *frontDoor, bu
 	}
 	key := w.withNewKey(t, w.adv).APIKey
 	burst := func(v *doorVisitor, key string, n int) map[int]int {
+		clearOfTheEdge(t, time.Minute, 20*time.Second, "the windows of the limits are minutes of the clock")
 		statuses := map[int]int{}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
