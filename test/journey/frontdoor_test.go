@@ -241,6 +241,8 @@ type doorRun struct {
 // trusted proxy, as a forger would. Then it checks what was recorded.
 func (c *cluster) clicksThroughTheDoor(t *testing.T, w *world, fd *frontDoor, first int, mode string) *doorRun {
 	t.Helper()
+	began := time.Now()
+	defer func() { t.Logf("%s: visitors through the front door checked in %s", mode, time.Since(began).Round(time.Second)) }()
 	r := &doorRun{w: w, fd: fd, mode: mode, reader: w.withNewKey(t, w.adv)}
 	r.linkID, r.code = w.newLink(t, "door-"+strings.ReplaceAll(strings.ToLower(mode), " ", "-"))
 	for i := range 12 {
@@ -409,6 +411,7 @@ func (c *cluster) restartKeepsUniqueCounts(t *testing.T, fd *frontDoor, r *doorR
 	t.Logf("api rolled (kubectl rollout restart): %s", time.Since(began).Round(time.Second))
 	fd.configure(t, fd.proxyProtocol)
 	r.repeat(t)
+	t.Logf("rolling restart and the repeats checked: %s", time.Since(began).Round(time.Second))
 }
 
 // clearOfTheEdge waits for the next period of the clock (an hour, a minute) when fewer than
@@ -436,6 +439,8 @@ func (c *cluster) limitsHoldAcrossPods(t *testing.T, w *world, fd *frontDoor, bu
 		t.Log("E2E_PENDING=limits: not checking the limits across pods")
 		return
 	}
+	began := time.Now()
+	defer func() { t.Logf("limits checked in %s", time.Since(began).Round(time.Second)) }()
 	key := w.withNewKey(t, w.adv).APIKey
 	burst := func(v *doorVisitor, key string, n int) map[int]int {
 		clearOfTheEdge(t, time.Minute, 20*time.Second, "the windows of the limits are minutes of the clock")
