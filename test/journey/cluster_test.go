@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -54,20 +55,18 @@ const rateLimitBudget = 100
 // keeps the CRD and the Webhooks.
 func TestCluster(t *testing.T) {
 	c := openCluster(t)
-	smtpAddr, inbox := testenv.SMTPWith(t, testenv.SMTPOptions{Listen: net.JoinHostPort(c.nodeIP, "0")})
-	smtpHost, smtpPort, _ := net.SplitHostPort(smtpAddr)
 	fd := c.startFrontDoor(t)
 
 	began := time.Now()
-	c.script(t, append([]string{"install", "--set", "smtp.host.value=" + smtpHost, "--set", "smtp.port=" + smtpPort, "--set", "smtp.tls=none",
-		"--set", "api.rateLimitRequests=0", "--set", "api.replicas=3", "--set", "ingest.replicas=2", "--set", "deliver.replicas=2"},
+	c.script(t, append([]string{"install", "--set", "api.rateLimitRequests=0",
+		"--set", "api.replicas=3", "--set", "ingest.replicas=2", "--set", "deliver.replicas=2"},
 		c.trustedProxyValues(t)...)...)
 	t.Logf("helm install --wait and the api through its Service: %s", time.Since(began).Round(time.Second))
 	c.allPodsReady(t)
 	fd.configure(t, false)
 
 	s := &stack{t: t, baseURL: fd.url, pgURL: c.env["PARTNERSTREAM_POSTGRES_URL"],
-		chAddr: c.env["PARTNERSTREAM_CLICKHOUSE_ADDR"], chDB: "partnerstream", inbox: inbox,
+		chAddr: c.env["PARTNERSTREAM_CLICKHOUSE_ADDR"], chDB: "partnerstream", inbox: &mailCatcher{url: c.env["PARTNERSTREAM_MAIL_URL"]},
 		receiverAddr: net.JoinHostPort(c.nodeIP, "0"), receiverTLS: c.receiverTLS(t), subscribe: c.applyWebhook}
 	w := setUp(t, s)
 	w.play(t)
@@ -588,5 +587,50 @@ func holds(check func() error) func() (bool, string) {
 			return false, err.Error()
 		}
 		return true, ""
+	}
+}
+
+// mailCatcher reads the sign-in codes where a person trying the local cluster reads them: the
+// mail catcher hack/cluster.sh runs (MailDev), through the API behind its web page.
+type mailCatcher struct {
+	url   string
+	taken map[string]bool // ids of the messages Wait returned
+}
+
+// Wait returns the oldest message to recipient to (case-insensitive) not returned before.
+func (m *mailCatcher) Wait(t testing.TB, to string, timeout time.Duration) testenv.Message {
+	t.Helper()
+	if m.taken == nil {
+		m.taken = map[string]bool{}
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		var mails []struct {
+			ID       string `json:"id"`
+			Subject  string `json:"subject"`
+			Text     string `json:"text"`
+			Envelope struct {
+				To []struct {
+					Address string `json:"address"`
+				} `json:"to"`
+			} `json:"envelope"`
+		}
+		resp, err := apiClient.Get(m.url + "/api/email")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&mails)
+			resp.Body.Close()
+		}
+		for _, e := range mails {
+			for _, rcpt := range e.Envelope.To {
+				if strings.EqualFold(rcpt.Address, to) && !m.taken[e.ID] {
+					m.taken[e.ID] = true
+					return testenv.Message{To: []string{rcpt.Address}, Subject: e.Subject, Text: e.Text}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("e2e: no e-mail to %s in the mail catcher %s after %s (last error: %v)", to, m.url, timeout, err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }

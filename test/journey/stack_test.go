@@ -28,7 +28,7 @@ type stack struct {
 	chDB    string
 	pgProxy *proxy
 	chProxy *proxy
-	inbox   *testenv.Inbox
+	inbox   mailbox
 
 	kafkaAddr                                string
 	clickIDKeys                              string // the api's --click-id-keys
@@ -43,6 +43,12 @@ type stack struct {
 	receiverAddr string
 	receiverTLS  *tls.Config
 	subscribe    func(t testing.TB, c *company, url string) (id, secret string)
+}
+
+// mailbox is where the platform's e-mails arrive: the test's SMTP listener, or, on the local
+// cluster, its mail catcher.
+type mailbox interface {
+	Wait(t testing.TB, to string, timeout time.Duration) testenv.Message
 }
 
 // components are the platform's processes in the order they are reported.
