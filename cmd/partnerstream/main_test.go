@@ -117,6 +117,7 @@ func startAPI(t *testing.T, brokers string) (cmd *exec.Cmd, httpAddr, opsAddr st
 	cmd = command([]string{
 		"PARTNERSTREAM_POSTGRES_URL=" + testenv.Postgres(t),
 		"PARTNERSTREAM_KAFKA_BROKERS=" + brokers,
+		"PARTNERSTREAM_KAFKA_REPLICATION_FACTOR=1", // one embedded broker
 		"PARTNERSTREAM_HTTP_ADDR=" + httpAddr,
 		"PARTNERSTREAM_METRICS_ADDR=" + opsAddr,
 		"PARTNERSTREAM_SHUTDOWN_TIMEOUT=10s",
