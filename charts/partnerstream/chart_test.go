@@ -277,6 +277,55 @@ var chartCases = []chartCase{
 		},
 	},
 	{
+		name: "a managed Kafka: TLS with a CA and client certificate from a Secret mounted as files, SCRAM with the password from a Secret",
+		values: `
+kafka:
+  replicationFactor: 3
+  compression: zstd
+  tls: {enabled: true, secretName: kafka-tls, caKey: ca.pem, certKey: tls.crt, keyKey: tls.key, serverName: broker.example.com}
+  sasl:
+    mechanism: SCRAM-SHA-512
+    username: {value: partnerstream}
+    password: {secretName: kafka-sasl, secretKey: pw}
+`,
+		check: func(t *testing.T, r *release) {
+			for _, name := range []string{"api", "ingest", "deliver", "controller"} {
+				pod := component(t, r, name).Template.Spec
+				env := containerEnv(pod.Containers[0])
+				talks := name != "controller"
+				mounted := slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+					return m.Name == "kafka-tls" && m.MountPath == "/etc/partnerstream/kafka-tls" && m.ReadOnly
+				})
+				volume := slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
+					return v.Name == "kafka-tls" && v.Secret != nil && v.Secret.SecretName == "kafka-tls"
+				})
+				if mounted != talks || volume != talks {
+					t.Errorf("%s: kafka-tls mounted %v, volume %v; want both only where Kafka is used", name, mounted, volume)
+				}
+				if !talks {
+					if _, ok := env["PARTNERSTREAM_KAFKA_SASL_PASSWORD"]; ok {
+						t.Errorf("%s gets the Kafka password", name)
+					}
+					continue
+				}
+				want := map[string]string{
+					"PARTNERSTREAM_KAFKA_TLS": "true", "PARTNERSTREAM_KAFKA_TLS_SERVER_NAME": "broker.example.com",
+					"PARTNERSTREAM_KAFKA_TLS_CA_FILE":    "/etc/partnerstream/kafka-tls/ca.pem",
+					"PARTNERSTREAM_KAFKA_TLS_CERT_FILE":  "/etc/partnerstream/kafka-tls/tls.crt",
+					"PARTNERSTREAM_KAFKA_TLS_KEY_FILE":   "/etc/partnerstream/kafka-tls/tls.key",
+					"PARTNERSTREAM_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512", "PARTNERSTREAM_KAFKA_SASL_USERNAME": "partnerstream",
+					"PARTNERSTREAM_KAFKA_COMPRESSION": "zstd", "PARTNERSTREAM_KAFKA_REPLICATION_FACTOR": "3",
+				}
+				for k, v := range want {
+					if env[k].Value != v {
+						t.Errorf("%s: %s = %q, want %q", name, k, env[k].Value, v)
+					}
+				}
+				wantSecretEnv(t, env, map[string][2]string{"PARTNERSTREAM_KAFKA_SASL_PASSWORD": {"kafka-sasl", "pw"}})
+			}
+		},
+	},
+	{
 		name:   "a stopping api pod keeps answering while it leaves the Service, within its grace period",
 		values: "api: {preStopSleepSeconds: 7}\nshutdownTimeoutSeconds: 20\n",
 		check: func(t *testing.T, r *release) {
@@ -779,6 +828,10 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"a Postgres URL as plain text", `postgres: {url: {value: "postgres://u:p@h/db", secretName: "", secretKey: url}}`, "additional properties 'value' not allowed"},
 		{"a trusted proxy that is a host name", `api: {trustedProxies: [ingress.local]}`, "/api/trustedProxies/0"},
 		{"the PROXY protocol without trusted proxies", `api: {proxyProtocol: true}`, "/api/trustedProxies"},
+		{"a SASL mechanism with no password Secret", `kafka: {sasl: {mechanism: SCRAM-SHA-512}}`, "/kafka/sasl/password/secretName"},
+		{"a SASL mechanism Kafka clients do not speak", `kafka: {sasl: {mechanism: GSSAPI}}`, "/kafka/sasl/mechanism"},
+		{"a Kafka TLS Secret with TLS off", `kafka: {tls: {secretName: kafka-ca}}`, "/kafka/tls/enabled"},
+		{"a Kafka compression that does not exist", `kafka: {compression: brotli}`, "/kafka/compression"},
 		{"a network policy CIDR that is not IPv4", `networkPolicy: {clusterCIDRs: ["fd00::/8"]}`, "/networkPolicy/clusterCIDRs/0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
