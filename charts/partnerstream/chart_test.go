@@ -121,6 +121,15 @@ var chartCases = []chartCase{
 					t.Errorf("%s = %q by default; no proxy is trusted unless the operator names it", name, e.Value)
 				}
 			}
+			// Topics are made for a production cluster: three copies, room for 12 replicas.
+			if rf, parts := apiEnv["PARTNERSTREAM_KAFKA_REPLICATION_FACTOR"].Value, apiEnv["PARTNERSTREAM_KAFKA_PARTITIONS"].Value; rf != "3" || parts != "12" {
+				t.Errorf("Kafka replication factor %q and partitions %q by default, want 3 and 12", rf, parts)
+			}
+			for _, name := range []string{"PARTNERSTREAM_KAFKA_TLS", "PARTNERSTREAM_KAFKA_SASL_MECHANISM", "PARTNERSTREAM_KAFKA_SASL_PASSWORD", "PARTNERSTREAM_KAFKA_TLS_CA_FILE"} {
+				if e, ok := apiEnv[name]; ok {
+					t.Errorf("%s = %+v by default, want it unset", name, e)
+				}
+			}
 		},
 	},
 	{
