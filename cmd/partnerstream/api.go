@@ -101,7 +101,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 		RateLimit:       httpapi.RateLimit{Requests: s.api.RateLimitRequests, Window: s.api.RateLimitWindow},
 		PostbackLimit:   httpapi.RateLimit{Requests: s.api.PostbackLimitRequests, Window: s.api.RateLimitWindow},
 		FailedAuthLimit: s.api.FailedAuthLimit, Limits: ratelimit.NewPostgres(p.pg),
-		TrustedProxies:  s.api.Proxies, ProxyProtocol: s.api.ProxyProtocol,
+		TrustedProxies: s.api.Proxies, ProxyProtocol: s.api.ProxyProtocol,
 	})
 	prg := programs.NewService(p.pg, programs.Options{})
 	lks := links.NewService(p.pg, links.Options{BaseURL: s.api.BaseURL})

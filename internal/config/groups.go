@@ -161,7 +161,7 @@ type API struct {
 	// PostbackLimitRequests is each postback token's budget per RateLimitWindow.
 	PostbackLimitRequests int
 	FailedAuthLimit       int
-	WebhookSecretWait time.Duration
+	WebhookSecretWait     time.Duration
 	// OperatorCompanies run the platform: their owners and admins keep every company's
 	// exchange rates.
 	OperatorCompanies []string
