@@ -119,6 +119,9 @@ type entry struct {
 	// read tells that stored was read in this window: until then every event asks the
 	// store, so a replica that just started (or restarted) learns what the others counted.
 	read bool
+	// used tells that the key had an event since the last flush, which then reads its total
+	// even with nothing to send: the RateLimit headers of its next events stay current.
+	used bool
 }
 
 // Options of a Counter.
@@ -163,6 +166,7 @@ func (c *Counter) Take(ctx context.Context, key string) Decision {
 		c.mu.Unlock()
 		return Decision{Count: known, Reset: reset}
 	}
+	e.used = true
 	if c.share > 0 && e.read && e.quick < (budget-e.stored)/c.share {
 		e.quick++
 		e.pending++
@@ -242,12 +246,12 @@ func (c *Counter) collect(now time.Time, out []Count) []Count {
 	defer c.mu.Unlock()
 	c.sweep(start)
 	for k, e := range c.keys {
-		if e.pending == 0 || !e.start.Equal(start) {
+		if !e.used || !e.start.Equal(start) {
 			continue
 		}
 		out = append(out, Count{Scope: c.scope, Key: k, Start: start, Window: c.limit.Window, N: e.pending})
 		e.sending += e.pending
-		e.pending, e.quick = 0, 0
+		e.pending, e.quick, e.used = 0, 0, false
 	}
 	return out
 }

@@ -17,18 +17,26 @@ type Postgres struct{ db *pgxpool.Pool }
 // NewPostgres returns the store on db (migrated).
 func NewPostgres(db *pgxpool.Pool) *Postgres { return &Postgres{db: db} }
 
-// Add upserts the counts in one statement; the rows are locked in the counts' order.
+// Add upserts the counts in one statement; the rows are locked in the counts' order. A
+// count of 0 only reads its total, without writing (0 when the key has no counter yet).
 func (p *Postgres) Add(ctx context.Context, counts []Count) error {
 	n := len(counts)
 	scopes, keys, starts, ends, adds := make([]string, n), make([]string, n), make([]time.Time, n), make([]time.Time, n), make([]int64, n)
 	for i, c := range counts {
 		scopes[i], keys[i], starts[i], ends[i], adds[i] = c.Scope, c.Key, c.Start, c.Start.Add(c.Window), c.N
 	}
-	rows, err := p.db.Query(ctx, `INSERT INTO rate_limit_counters AS c (scope, key, window_start, expires_at, count)
-		SELECT s, k, w, e, n FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::bigint[]) WITH ORDINALITY AS u(s, k, w, e, n, i)
-		ORDER BY i
-		ON CONFLICT (scope, key, window_start) DO UPDATE SET count = c.count + EXCLUDED.count
-		RETURNING scope, key, window_start, count`, scopes, keys, starts, ends, adds)
+	rows, err := p.db.Query(ctx, `WITH u AS (
+			SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::bigint[]) WITH ORDINALITY AS u(s, k, w, e, n, i)
+		), added AS (
+			INSERT INTO rate_limit_counters AS c (scope, key, window_start, expires_at, count)
+			SELECT s, k, w, e, n FROM u WHERE n > 0 ORDER BY i
+			ON CONFLICT (scope, key, window_start) DO UPDATE SET count = c.count + EXCLUDED.count
+			RETURNING scope, key, window_start, count
+		)
+		SELECT scope, key, window_start, count FROM added
+		UNION ALL
+		SELECT c.scope, c.key, c.window_start, c.count FROM u JOIN rate_limit_counters c
+			ON c.scope = u.s AND c.key = u.k AND c.window_start = u.w WHERE u.n = 0`, scopes, keys, starts, ends, adds)
 	if err != nil {
 		return fmt.Errorf("add rate-limit counts: %w", err)
 	}
@@ -51,7 +59,7 @@ func (p *Postgres) Add(ctx context.Context, counts []Count) error {
 	for i := range counts {
 		c := &counts[i]
 		t, ok := totals[id{c.Scope, c.Key, c.Start.UTC()}]
-		if !ok {
+		if !ok && c.N > 0 {
 			return fmt.Errorf("add rate-limit counts: no total came back for %s %q", c.Scope, c.Key)
 		}
 		c.Total = t
