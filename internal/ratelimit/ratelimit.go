@@ -45,6 +45,9 @@ const FlushInterval = 200 * time.Millisecond
 // from this replica's count.
 const syncTimeout = time.Second
 
+// storeTimeout bounds a flush or a prune.
+const storeTimeout = 5 * time.Second
+
 // pruneInterval is how often Run deletes the counters of ended windows.
 const pruneInterval = time.Minute
 
@@ -308,31 +311,36 @@ func Flush(ctx context.Context, store Store, counters ...*Counter) error {
 }
 
 // Run flushes the counters every FlushInterval and prunes the store's ended windows every
-// minute until ctx ends, then flushes once more (bounded by a few seconds), so a replica
-// that shuts down hands its last counts to the others. onErr, if set, hears of failures.
+// minute until ctx ends, then flushes once more, so a replica that shuts down hands its last
+// counts to the others. A flush under way when ctx ends is finished, not cancelled; each is
+// bounded by storeTimeout. onErr, if set, hears of failures.
 func Run(ctx context.Context, store Store, onErr func(error), counters ...*Counter) {
 	flush := time.NewTicker(FlushInterval)
 	defer flush.Stop()
 	prune := time.NewTicker(pruneInterval)
 	defer prune.Stop()
-	report := func(err error) {
-		if err != nil && onErr != nil {
+	bounded := func(fn func(context.Context) error) {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		defer cancel()
+		if err := fn(c); err != nil && onErr != nil {
 			onErr(err)
 		}
 	}
+	flushAll := func(c context.Context) error { return Flush(c, store, counters...) }
 	for {
 		select {
 		case <-ctx.Done():
-			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			report(Flush(last, store, counters...))
-			cancel()
+			bounded(flushAll)
 			return
 		case <-flush.C:
-			report(Flush(ctx, store, counters...))
+			bounded(flushAll)
 		case <-prune.C:
-			if _, err := store.Prune(ctx, clock(counters)); err != nil {
-				report(fmt.Errorf("ratelimit: prune ended windows: %w", err))
-			}
+			bounded(func(c context.Context) error {
+				if _, err := store.Prune(c, clock(counters)); err != nil {
+					return fmt.Errorf("ratelimit: prune ended windows: %w", err)
+				}
+				return nil
+			})
 		}
 	}
 }
