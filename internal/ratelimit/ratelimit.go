@@ -94,6 +94,13 @@ var (
 	storeErrors     = metrics.NewCounter("ratelimit_store_errors_total", "Failed round trips to the shared rate-limit store; meanwhile the api counts in memory only.")
 )
 
+func init() {
+	// Both series exist from the start: a graph shows 0, not "No data".
+	for _, kind := range []string{"flush", "sync"} {
+		storeRoundTrips.WithLabelValues(kind)
+	}
+}
+
 // Counter counts the events of one limit (scope) per key. The zero Budget lets everything
 // through.
 type Counter struct {
