@@ -62,6 +62,8 @@ type Click struct {
 // nothing and cannot mint. Printing or logging Keys shows the key ids only.
 type Keys struct {
 	keys []key
+	// visitor is the key of visitor hashes (VisitorKey).
+	visitor []byte
 }
 
 type key struct {
@@ -91,8 +93,22 @@ func ParseKeys(spec string) (Keys, error) {
 		secret := k.Secret
 		ks.keys = append(ks.keys, key{id: k.ID, tag: t, macs: &sync.Pool{New: func() any { return newMACState(secret) }}})
 	}
+	if len(ring) > 0 {
+		mac := hmac.New(sha256.New, ring[len(ring)-1].Secret)
+		mac.Write([]byte(visitorLabel))
+		ks.visitor = mac.Sum(nil)
+	}
 	return ks, nil
 }
+
+// visitorLabel separates the visitor key from the click-id MACs made with the same secret.
+const visitorLabel = "partnerstream/visitor/v1"
+
+// VisitorKey is the key every api replica hashes visitors with (package tracking): derived
+// from the ring's last key, the oldest, so that adding a signing key in front changes no
+// visitor; only retiring the last key does, which counts a visitor who clicks on both sides
+// of the change twice in that hour. Nil for the zero Keys.
+func (ks Keys) VisitorKey() []byte { return ks.visitor }
 
 // tag is the byte of a key id that travels in the click id.
 func tag(kid string) byte {

@@ -1,6 +1,7 @@
 package clickid
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -169,5 +170,24 @@ func BenchmarkMint(b *testing.B) {
 		if _, err := ks.Mint(link, at); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The visitor key comes from the ring's last key: a signing key added in front keeps it, and
+// retiring the last key changes it.
+func TestVisitorKeyFollowsTheOldestKey(t *testing.T) {
+	old, fresh := "old:"+base64.StdEncoding.EncodeToString(make([]byte, 32)), "new:"+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32))
+	before, rotated, retired := mustKeys(t, old), mustKeys(t, fresh+","+old), mustKeys(t, fresh)
+	if len(before.VisitorKey()) != 32 {
+		t.Fatalf("visitor key of %d bytes", len(before.VisitorKey()))
+	}
+	if !bytes.Equal(before.VisitorKey(), rotated.VisitorKey()) {
+		t.Error("adding a signing key changed the visitor key")
+	}
+	if bytes.Equal(before.VisitorKey(), retired.VisitorKey()) {
+		t.Error("retiring the last key kept the visitor key")
+	}
+	if (Keys{}).VisitorKey() != nil {
+		t.Error("the zero Keys has a visitor key")
 	}
 }

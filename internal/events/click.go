@@ -2,12 +2,16 @@ package events
 
 import "time"
 
-// Click is one tracked click, keyed by ClickID on partnerstream.clicks. The redirect makes it;
+// Click is one tracked click on partnerstream.clicks, keyed by Visitor. The redirect makes it;
 // ingest writes it to ClickHouse. Its fields are those of ClickFields, in the same order: the
 // redirect's encoder and ingest's decoder and columns work from that table, not from the
 // struct (docs/tracking.md, "Adding a field to clicks").
 type Click struct {
-	ClickID      string    `json:"click_id"`
+	ClickID string `json:"click_id"`
+	// Visitor is a keyed hash that stands for the visitor (docs/tracking.md, "Unique clicks"),
+	// and the click's message key: one ingest replica sees every click of a visitor. Clicks of
+	// redirects from before it have none.
+	Visitor      string    `json:"visitor,omitempty"`
 	OccurredAt   time.Time `json:"occurred_at"`
 	LinkID       string    `json:"link_id"`
 	ProgramID    string    `json:"program_id"`
@@ -24,8 +28,11 @@ type Click struct {
 	Referrer     string    `json:"referrer,omitempty"`
 	Country      string    `json:"country,omitempty"`
 	IsBot        bool      `json:"is_bot"`
-	IsDuplicate  bool      `json:"is_duplicate"`
-	LandingURL   string    `json:"landing_url"`
+	// IsDuplicate says the visitor clicked the link before in the same UTC hour. Ingest
+	// decides it for a click with a Visitor (the redirect sends false); a click without one
+	// keeps the flag its redirect set.
+	IsDuplicate bool   `json:"is_duplicate"`
+	LandingURL  string `json:"landing_url"`
 }
 
 // ClickField is a field of Click: its index in ClickFields, and in the arrays the hot paths
@@ -35,6 +42,7 @@ type ClickField uint8
 // The fields of Click, in its order.
 const (
 	FieldClickID ClickField = iota
+	FieldVisitor
 	FieldOccurredAt
 	FieldLinkID
 	FieldProgramID
@@ -80,6 +88,7 @@ type ClickFieldSpec struct {
 // of the encoder (internal/tracking), the decoder and the columns (internal/ingest) walk it.
 var ClickFields = [NumClickFields]ClickFieldSpec{
 	FieldClickID:      {JSON: "click_id", Column: "click_id"},
+	FieldVisitor:      {JSON: "visitor", Column: "visitor", OmitEmpty: true},
 	FieldOccurredAt:   {JSON: "occurred_at", Column: "occurred_at", Kind: KindTime},
 	FieldLinkID:       {JSON: "link_id", Column: "link_id"},
 	FieldProgramID:    {JSON: "program_id", Column: "program_id"},
@@ -107,6 +116,8 @@ func (c *Click) Field(f ClickField) any {
 	switch f {
 	case FieldClickID:
 		return &c.ClickID
+	case FieldVisitor:
+		return &c.Visitor
 	case FieldOccurredAt:
 		return &c.OccurredAt
 	case FieldLinkID:

@@ -290,10 +290,10 @@ func TestClickRedirect(t *testing.T) {
 		t.Fatalf("click on Kafka: %+v", c)
 	}
 
-	t.Run("a repeat click of the same browser is a duplicate", func(t *testing.T) {
+	t.Run("a repeat click of the same browser carries the same visitor", func(t *testing.T) {
 		again := clickID(t, b.get(t, "GET", "/c/"+code, nil), landing, "ps_click_id")
-		if c := clickOf(t, f, again); !c.IsDuplicate || c.IsBot {
-			t.Fatalf("repeat click: %+v", c)
+		if r := clickOf(t, f, again); r.Visitor != c.Visitor || r.Visitor == "" || r.IsBot {
+			t.Fatalf("repeat click: %+v, first click's visitor %q", r, c.Visitor)
 		}
 	})
 	t.Run("a crawler is redirected and flagged", func(t *testing.T) {

@@ -43,6 +43,13 @@ func (p *clickPlan) apply(ctx context.Context) error {
 	if err := p.block.insert(ctx, p.w.conn, p.w.db); err != nil {
 		return fmt.Errorf("ingest: insert %d clicks: %w", p.res.Written, err)
 	}
+	duplicates := 0
+	for i := range p.block.recs {
+		if p.block.recs[i].bools[events.FieldIsDuplicate] {
+			duplicates++
+		}
+	}
+	clicksDuplicate.Add(float64(duplicates))
 	p.w.blocks.put(p.block.reset())
 	p.block = nil
 	return nil

@@ -32,7 +32,7 @@ type consumer[T any] struct {
 	size     int
 	interval time.Duration
 	kafka    *kafka.Consumer
-	decoder  func() decoder[T]
+	decoder  func(partition int) decoder[T]
 	plan     planner[T]
 	log      *slog.Logger
 	lag      *lagTracker
@@ -47,7 +47,7 @@ type consumer[T any] struct {
 }
 
 func newConsumer[T any](s *Service, o Options, topic, group, table string,
-	newDecoder func() decoder[T], plan planner[T]) (*consumer[T], error) {
+	newDecoder func(partition int) decoder[T], plan planner[T]) (*consumer[T], error) {
 	// The topic's series exist from the start at zero, so a panel or an alert over them reads
 	// 0 rather than no data until the first batch or failure.
 	flushErrors.WithLabelValues(topic)
@@ -85,7 +85,7 @@ func (c *consumer[T]) assigned(s *kafka.Session) kafka.Claim {
 		// A few fetches per partition wait for the batcher, to overlap fetching with writing.
 		items: make(chan fetched[T], 2*len(s.Partitions)+1), done: make(chan struct{})}
 	for _, p := range s.Partitions {
-		g.decoders[p] = c.decoder()
+		g.decoders[p] = c.decoder(p)
 	}
 	go func() {
 		defer close(g.done)

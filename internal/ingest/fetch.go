@@ -49,9 +49,11 @@ func (g *generation[T]) Fetched(ctx context.Context, f *kafka.Fetch) {
 	decode := g.decoders[f.Partition]
 	for offset, value := range f.Records() {
 		chunk = append(chunk, item[T]{partition: f.Partition, position: position{offset: offset, highWaterMark: f.HighWaterMark}})
-		decode(&chunk[len(chunk)-1], value)
+		if decode(ctx, &chunk[len(chunk)-1], value) != nil {
+			break // the generation is over; the next owner fetches these again
+		}
 	}
-	if len(chunk) == 0 {
+	if len(chunk) == 0 || ctx.Err() != nil {
 		g.c.release(chunk)
 		return
 	}

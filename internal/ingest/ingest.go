@@ -119,14 +119,18 @@ func New(o Options) (*Service, error) {
 	w.now = o.Now
 	s := &Service{}
 	var err error
-	if s.clicks, err = newConsumer(s, o, kafka.TopicClicks, o.GroupPrefix+"-clicks", tableClicks, newClickDecoder, w.planClicks); err != nil {
+	clickLog := o.Log.With("topic", kafka.TopicClicks)
+	clickDecoder := func(partition int) decoder[clickRecord] {
+		return newClickDecoder(newUniques(int32(partition), w.loadVisitors, clickLog))
+	}
+	if s.clicks, err = newConsumer(s, o, kafka.TopicClicks, o.GroupPrefix+"-clicks", tableClicks, clickDecoder, w.planClicks); err != nil {
 		return nil, err
 	}
 	conversions, err := newConsumer(s, o, kafka.TopicEvents, o.GroupPrefix+"-events", tableConversions, newEventDecoder, w.planConversions)
 	if err != nil {
 		return nil, err
 	}
-	s.consumers = []runner{s.clicks, conversions, newClickWatcher(w, o)}
+	s.consumers = []runner{s.clicks, conversions, newClickWatcher(w, o), visitorDays{w: w, log: o.Log}}
 	if o.Health != nil {
 		conn, brokers := o.ClickHouse, o.Kafka.Brokers
 		o.Health.Add("clickhouse", func(ctx context.Context) error { return chstore.Ping(ctx, conn) })
@@ -167,33 +171,39 @@ func (s *Service) check(context.Context) error {
 
 // A decoder decodes a message's value into the item that holds its position: the record,
 // whether statistics take it, why it is invalid, and when it occurred (for the lag gauges).
-// newDecoder makes one per partition of a generation, so a decoder may keep buffers between
-// messages; value is only valid during the call.
-type decoder[T any] func(it *item[T], value []byte)
+// newDecoder makes one per partition of a generation, so a decoder may keep buffers and
+// state between messages; value is only valid during the call. It returns an error only when
+// ctx ended before it could decode: the generation is over, and so is the fetch.
+type decoder[T any] func(ctx context.Context, it *item[T], value []byte) error
 
-func newClickDecoder() decoder[clickRecord] {
+// newClickDecoder decodes a partition's clicks and decides which are duplicates.
+func newClickDecoder(u *uniques) decoder[clickRecord] {
 	var p clickParser
-	return func(it *item[clickRecord], value []byte) {
+	return func(ctx context.Context, it *item[clickRecord], value []byte) error {
 		r := &it.rec
 		it.ok = true
 		if err := p.parse(value, r); err != nil {
 			it.invalid = fmt.Errorf("%w: click: %w", ErrInvalid, err)
-			return
+			return nil
 		}
 		r.partition, r.offset = int32(it.partition), it.offset
-		it.at, it.invalid = r.at, r.valid()
+		if it.at, it.invalid = r.at, r.valid(); it.invalid != nil {
+			return nil
+		}
+		return u.decide(ctx, r)
 	}
 }
 
 // Domain events are few beside clicks, so they are decoded into their types by reflection.
-func newEventDecoder() decoder[Conversion] { return decodeEvent }
+func newEventDecoder(int) decoder[Conversion] { return decodeEvent }
 
-func decodeEvent(it *item[Conversion], value []byte) {
+func decodeEvent(_ context.Context, it *item[Conversion], value []byte) error {
 	var e events.Envelope
 	if err := json.Unmarshal(value, &e); err != nil {
 		it.ok, it.invalid = true, fmt.Errorf("%w: event: %w", ErrInvalid, err)
-		return
+		return nil
 	}
 	it.rec, it.ok, it.invalid = ParseConversion(e)
 	it.rec.Partition, it.rec.Offset, it.at = int32(it.partition), it.offset, e.OccurredAt
+	return nil
 }

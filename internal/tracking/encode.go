@@ -16,6 +16,7 @@ import (
 func encodeClick(dst []byte, c *events.Click) []byte {
 	dst = append(dst, `{"click_id":`...)
 	dst = appendJSONString(dst, c.ClickID)
+	dst = appendOptional(dst, `,"visitor":`, c.Visitor)
 	dst = append(dst, `,"occurred_at":"`...)
 	dst = c.OccurredAt.AppendFormat(dst, time.RFC3339Nano)
 	dst = append(dst, `","link_id":`...)

@@ -1,6 +1,7 @@
 package tracking
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
@@ -67,25 +68,34 @@ func BenchmarkEncodeClick(b *testing.B) {
 	})
 }
 
-// A click's message key is its id, taken from the encoded payload without a copy; a payload
+// A click's message key is its visitor, taken from the encoded payload without a copy; a
+// click without a visitor (spooled by a redirect of before) is keyed by its id, and a payload
 // that does not start with the id (an id that needed escaping) gets a copy of the id.
-func TestItemKeyIsTheClickID(t *testing.T) {
-	cases := map[string]events.Click{
-		"a signed id":         {ClickID: "clk_06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0"},
-		"a plain id":          {ClickID: "clk_06f2d1x0k8m9q0000000000000"},
-		"an id with a quote":  {ClickID: `clk_"x`},
-		"an id with no field": {ClickID: ""},
+func TestItemKeyIsTheVisitorOrElseTheClickID(t *testing.T) {
+	const signed, visitor = "clk_06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0k8m9q06f2d1x0", "AAAAAAAAAAAAAAAAAAAAAA"
+	cases := []struct {
+		name  string
+		click events.Click
+		want  string
+	}{
+		{"a click with a visitor", events.Click{ClickID: signed, Visitor: visitor}, visitor},
+		{"a signed id without a visitor", events.Click{ClickID: signed}, signed},
+		{"a plain id", events.Click{ClickID: "clk_06f2d1x0k8m9q0000000000000"}, "clk_06f2d1x0k8m9q0000000000000"},
+		{"a visitor of another length", events.Click{ClickID: signed, Visitor: "short"}, signed},
+		{"an id with a quote", events.Click{ClickID: `clk_"x`, Visitor: visitor}, `clk_"x`},
+		{"an id with no field", events.Click{}, ""},
 	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			it := item{id: c.ClickID, payload: encodeClick(nil, &c)}
-			if got := string(it.key()); got != c.ClickID {
-				t.Fatalf("key %q, want %q", got, c.ClickID)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			it := item{id: c.click.ClickID, payload: encodeClick(nil, &c.click)}
+			if got := string(it.key()); got != c.want {
+				t.Fatalf("key %q, want %q", got, c.want)
 			}
 		})
 	}
-	it := item{id: "clk_1", payload: []byte(`{"click_id":"clk_1"}`)}
-	if k := it.key(); &k[0] != &it.payload[len(`{"click_id":"`)] {
+	c := events.Click{ClickID: signed, Visitor: visitor}
+	it := item{id: signed, payload: encodeClick(nil, &c)}
+	if k := it.key(); &k[0] != &it.payload[bytes.Index(it.payload, []byte(visitor))] {
 		t.Fatal("the key of an encoded click is a copy, not a slice of its payload")
 	}
 }

@@ -15,13 +15,12 @@ const (
 )
 
 var (
-	clicksRecorded  = metrics.NewCounterVec("clicks_recorded_total", "Clicks acknowledged by Kafka on the first try, by recording mode (ack or async).", "mode")
-	clicksSpooled   = metrics.NewCounter("clicks_spooled_total", "Clicks written to the local spool because Kafka did not acknowledge them in time (or the async queue was full).")
-	clicksReplayed  = metrics.NewCounter("clicks_replayed_total", "Spooled clicks confirmed in Kafka afterwards.")
-	clicksDropped   = metrics.NewCounterVec("clicks_dropped_total", "Clicks lost, by reason (spool_full, spool_error, spool_corrupt, closed).", "reason")
-	spoolBytes      = metrics.NewGauge("clicks_spool_bytes", "Bytes in the click spool waiting for Kafka.")
-	clicksBot       = metrics.NewCounter("clicks_bot_total", "Clicks flagged as coming from a bot (still redirected).")
-	clicksDuplicate = metrics.NewCounter("clicks_duplicate_total", "Clicks flagged as a repeat of the same visitor on the same link within the duplicate window.")
+	clicksRecorded = metrics.NewCounterVec("clicks_recorded_total", "Clicks acknowledged by Kafka on the first try, by recording mode (ack or async).", "mode")
+	clicksSpooled  = metrics.NewCounter("clicks_spooled_total", "Clicks written to the local spool because Kafka did not acknowledge them in time (or the async queue was full).")
+	clicksReplayed = metrics.NewCounter("clicks_replayed_total", "Spooled clicks confirmed in Kafka afterwards.")
+	clicksDropped  = metrics.NewCounterVec("clicks_dropped_total", "Clicks lost, by reason (spool_full, spool_error, spool_corrupt, closed).", "reason")
+	spoolBytes     = metrics.NewGauge("clicks_spool_bytes", "Bytes in the click spool waiting for Kafka.")
+	clicksBot      = metrics.NewCounter("clicks_bot_total", "Clicks flagged as coming from a bot (still redirected).")
 )
 
 func init() {

@@ -178,14 +178,28 @@ func (it item) release() {
 	payloads.Put(it.buf)
 }
 
-// key is the click's message key, its id. The payload starts with the id (encodeClick
-// writes it first, and ids need no escaping), so the key is a slice of it rather than a copy.
+// key is the click's message key: its visitor, so that one ingest replica sees all of a
+// visitor's clicks and decides which are unique, and every copy of a click goes where the
+// first did; a click without a visitor (spooled by a redirect of before) is keyed by its id.
+// The payload starts with the id and the visitor (encodeClick writes them first, and neither
+// needs escaping), so the key is a slice of it rather than a copy.
 func (it item) key() []byte {
-	const start = len(`{"click_id":"`)
-	if end := start + len(it.id); end < len(it.payload) && string(it.payload[start:end]) == it.id {
-		return it.payload[start:end:end]
+	const idStart = len(`{"click_id":"`)
+	idEnd := idStart + len(it.id)
+	if idEnd >= len(it.payload) || string(it.payload[idStart:idEnd]) != it.id {
+		return []byte(it.id)
 	}
-	return []byte(it.id)
+	const visitor = `","visitor":"`
+	rest := it.payload[idEnd:]
+	if len(rest) < len(visitor)+visitorIDLen+1 || string(rest[:len(visitor)]) != visitor {
+		return it.payload[idStart:idEnd:idEnd]
+	}
+	start := idEnd + len(visitor)
+	end := start + visitorIDLen
+	if it.payload[end] != '"' {
+		return it.payload[idStart:idEnd:idEnd]
+	}
+	return it.payload[start:end:end]
 }
 
 // releaseAll releases the items once the spool has copied them.

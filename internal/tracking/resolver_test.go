@@ -230,57 +230,89 @@ func (r *recorded) Record(_ context.Context, c events.Click) error {
 	return r.err
 }
 
-func TestClickFlagsBotsAndRepeatVisitors(t *testing.T) {
+// The redirect says who the visitor is, the same on every replica with the same keys; ingest
+// decides from it which clicks are unique (internal/ingest).
+func TestClickSaysTheVisitorAndFlagsBots(t *testing.T) {
 	const code = "AAAAAAAAAAAA"
 	src := &fakeLinks{targets: map[string]links.Target{code: target(code, "prg_1")}}
 	c := newClock()
+	keys, err := clickid.ParseKeys(clickid.GenerateKeySpec())
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &recorded{}
-	svc := tracking.NewService(tracking.NewResolver(src, tracking.ResolverOptions{Now: c.Now}), rec, tracking.ServiceOptions{Now: c.Now})
+	replicas := make([]*tracking.Service, 2)
+	for i := range replicas {
+		replicas[i] = tracking.NewService(tracking.NewResolver(src, tracking.ResolverOptions{Now: c.Now}), rec,
+			tracking.ServiceOptions{Now: c.Now, ClickIDs: keys})
+	}
 	const browser = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36"
 	var cookie string
+	// visitor names the visitor a step's click must carry: steps with the same name, the same
+	// visitor; another name, another one.
 	steps := []struct {
 		name      string
 		visit     func() tracking.Visit
-		bot, dup  bool
+		visitor   string
+		bot       bool
 		newCookie bool
 	}{
-		{"a first visit is unique and gets a visitor cookie", func() tracking.Visit {
+		{"a first visit gets a visitor cookie", func() tracking.Visit {
 			return tracking.Visit{IP: "198.51.100.1", UserAgent: browser}
-		}, false, false, true},
-		{"the same visitor with its cookie is a duplicate", func() tracking.Visit {
+		}, "first", false, true},
+		{"with its cookie from another address it is the same visitor", func() tracking.Visit {
 			return tracking.Visit{IP: "198.51.100.99", UserAgent: browser, VisitorID: cookie}
-		}, false, true, false},
-		{"the same IP and browser without a cookie is a duplicate", func() tracking.Visit {
+		}, "first", false, false},
+		{"the same address and browser without a cookie is the same visitor", func() tracking.Visit {
 			return tracking.Visit{IP: "198.51.100.1", UserAgent: browser}
-		}, false, true, true},
-		{"another visitor behind the same IP with its own cookie is unique", func() tracking.Visit {
+		}, "first", false, true},
+		{"another visitor behind the same address with its own cookie is another", func() tracking.Visit {
 			return tracking.Visit{IP: "198.51.100.1", UserAgent: browser, VisitorID: "bbbbbbbbbbbbbbbbbbbbbb"}
-		}, false, false, false},
+		}, "own cookie", false, false},
 		{"a forged cookie is ignored", func() tracking.Visit {
 			return tracking.Visit{IP: "198.51.100.2", UserAgent: browser, VisitorID: "x"}
-		}, false, false, true},
+		}, "forged", false, true},
 		{"a crawler is redirected but flagged", func() tracking.Visit {
 			return tracking.Visit{IP: "66.249.66.1", UserAgent: "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"}
-		}, true, false, true},
-		{"an empty user agent is a bot", func() tracking.Visit { return tracking.Visit{IP: "192.0.2.1"} }, true, false, true},
-		{"after the hour the visitor is unique again", func() tracking.Visit {
+		}, "crawler", true, true},
+		{"an empty user agent is a bot", func() tracking.Visit { return tracking.Visit{IP: "192.0.2.1"} }, "empty", true, true},
+		{"an hour later the cookie is still the visitor", func() tracking.Visit {
 			c.advance(time.Hour)
 			return tracking.Visit{IP: "198.51.100.1", UserAgent: browser, VisitorID: cookie}
-		}, false, false, false},
+		}, "first", false, false},
+		{"but the address and browser without it make another", func() tracking.Visit {
+			return tracking.Visit{IP: "198.51.100.1", UserAgent: browser}
+		}, "next hour", false, true},
 	}
-	for _, s := range steps {
+	visitors := map[string]string{} // step visitor name: hash
+	for i, s := range steps {
 		v := s.visit()
 		v.Code = code
-		rd, err := svc.Click(context.Background(), v)
+		rd, err := replicas[i%2].Click(context.Background(), v)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		if rd.Click.IsBot != s.bot || rd.Click.IsDuplicate != s.dup || (rd.NewVisitorIDString() != "") != s.newCookie {
-			t.Fatalf("%s: bot=%v dup=%v new cookie %q", s.name, rd.Click.IsBot, rd.Click.IsDuplicate, rd.NewVisitorIDString())
+		got := rd.Click
+		if got.IsBot != s.bot || got.IsDuplicate || (rd.NewVisitorIDString() != "") != s.newCookie {
+			t.Fatalf("%s: bot=%v dup=%v new cookie %q", s.name, got.IsBot, got.IsDuplicate, rd.NewVisitorIDString())
 		}
 		if cookie == "" {
 			cookie = rd.NewVisitorIDString()
+		} else if s.visitor == "first" && s.newCookie && rd.NewVisitorIDString() != cookie {
+			t.Fatalf("%s: handed out cookie %q, want the first one %q", s.name, rd.NewVisitorIDString(), cookie)
 		}
+		if len(got.Visitor) != 22 || got.Visitor == cookie {
+			t.Fatalf("%s: the click carries visitor %q: want a 22-character hash, not the cookie", s.name, got.Visitor)
+		}
+		if want, ok := visitors[s.visitor]; ok && got.Visitor != want {
+			t.Fatalf("%s: visitor %q, want %q as in an earlier step", s.name, got.Visitor, want)
+		}
+		for name, other := range visitors {
+			if name != s.visitor && other == got.Visitor {
+				t.Fatalf("%s: visitor %q is also visitor %q", s.name, got.Visitor, name)
+			}
+		}
+		visitors[s.visitor] = got.Visitor
 	}
 	if len(rec.clicks) != len(steps) {
 		t.Fatalf("%d clicks recorded, want %d", len(rec.clicks), len(steps))
@@ -305,7 +337,7 @@ func TestClickCarriesTheLinkAndRequestAndRedirectsWithTheClickID(t *testing.T) {
 	if !strings.HasPrefix(cl.ClickID, "clk_") || rd.Location() != "https://shop.test/?x=1&aff_click="+cl.ClickID {
 		t.Fatalf("location %s for click %s", rd.Location(), cl.ClickID)
 	}
-	want := events.Click{ClickID: cl.ClickID, OccurredAt: c.Now(), LinkID: "lnk_" + code, ProgramID: "prg_1", AffiliateID: "co_aff", AdvertiserID: "co_adv",
+	want := events.Click{ClickID: cl.ClickID, Visitor: cl.Visitor, OccurredAt: c.Now(), LinkID: "lnk_" + code, ProgramID: "prg_1", AffiliateID: "co_aff", AdvertiserID: "co_adv",
 		PromotionID: "prm_1", Sub1: "d1", Sub2: "q2", Sub5: strings.Repeat("ñ", 255), IP: "203.0.113.9", UserAgent: cl.UserAgent,
 		Referrer: "https://blog.test/post", LandingURL: "https://shop.test/?x=1"}
 	if cl != want {

@@ -1,6 +1,7 @@
 // Package tracking is the click redirect: it resolves a tracking link's code from an
-// in-memory cache kept fresh by Postgres notifications (Resolver), flags bots and repeat
-// visitors (IsBot, Dedup), records the click on Kafka without ever losing one it answered
+// in-memory cache kept fresh by Postgres notifications (Resolver), flags bots (IsBot), says
+// who the visitor is (a keyed hash every replica agrees on; ingest decides from it which
+// clicks are unique), records the click on Kafka without ever losing one it answered
 // for (Recorder, with its write-ahead spool), and says where to send the visitor
 // (Service.Click). The HTTP handler in package httpapi only translates.
 package tracking
@@ -8,7 +9,6 @@ package tracking
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"log/slog"
 	"time"
 	"unicode/utf8"
@@ -77,15 +77,10 @@ func (r Redirect) AppendLocation(dst []byte) []byte { return r.to.appendLocation
 
 // ServiceOptions configure a Service. Zero values take the defaults.
 type ServiceOptions struct {
-	// DuplicateWindow is how long repeat clicks of a visitor on a link count as
-	// duplicates (default 1 h).
-	DuplicateWindow time.Duration
-	// DuplicateMaxEntries bounds the duplicate detector's memory (default 1 000 000
-	// visitor-link pairs, 32 MB of tables, allocated as they fill).
-	DuplicateMaxEntries int
 	// ClickIDs sign the click ids (package clickid), so a conversion is attributed from its
 	// id alone. Without a key the service makes one of its own, which nothing else can verify:
-	// for tests; the api passes its ring (--click-id-keys).
+	// for tests; the api passes its ring (--click-id-keys). The ring also keys the visitor
+	// hashes (clickid.Keys.VisitorKey), so every replica must have the same.
 	ClickIDs clickid.Keys
 	Now      func() time.Time
 	Log      *slog.Logger
@@ -95,7 +90,7 @@ type ServiceOptions struct {
 type Service struct {
 	links    *Resolver
 	recorder ClickRecorder
-	dedup    *Dedup
+	visitors *visitors
 	clickIDs clickid.Keys
 	now      func() time.Time
 	log      *slog.Logger
@@ -103,12 +98,6 @@ type Service struct {
 
 // NewService returns the redirect service.
 func NewService(resolver *Resolver, recorder ClickRecorder, o ServiceOptions) *Service {
-	if o.DuplicateWindow <= 0 {
-		o.DuplicateWindow = time.Hour
-	}
-	if o.DuplicateMaxEntries <= 0 {
-		o.DuplicateMaxEntries = 1_000_000
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -119,7 +108,7 @@ func NewService(resolver *Resolver, recorder ClickRecorder, o ServiceOptions) *S
 		// A spec GenerateKeySpec made always parses.
 		o.ClickIDs, _ = clickid.ParseKeys(clickid.GenerateKeySpec())
 	}
-	return &Service{links: resolver, recorder: recorder, dedup: NewDedup(o.DuplicateWindow, o.DuplicateMaxEntries),
+	return &Service{links: resolver, recorder: recorder, visitors: newVisitors(o.ClickIDs.VisitorKey()),
 		clickIDs: o.ClickIDs, now: o.Now, log: o.Log}
 }
 
@@ -133,17 +122,10 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 		return Redirect{}, err
 	}
 	now := s.now().UTC()
-	// One read of the random source per click: the click id's random part and, for a visitor
-	// without a valid cookie, the new visitor id.
-	var random [clickid.RandomLen + visitorIDBytes]byte
-	newVisitor := !validVisitorID(v.VisitorID)
-	if newVisitor {
-		_, _ = rand.Read(random[:]) // crypto/rand.Read never fails on supported platforms
-	} else {
-		_, _ = rand.Read(random[:clickid.RandomLen])
-	}
+	var random [clickid.RandomLen]byte
+	_, _ = rand.Read(random[:]) // crypto/rand.Read never fails on supported platforms
 	c := events.Click{
-		ClickID: s.clickID(dest.LinkID, now, [clickid.RandomLen]byte(random[:])), OccurredAt: now,
+		ClickID: s.clickID(dest.LinkID, now, random), OccurredAt: now,
 		LinkID: dest.LinkID, ProgramID: dest.ProgramID, AffiliateID: dest.AffiliateID, AdvertiserID: dest.AdvertiserID,
 		PromotionID: dest.PromotionID,
 		IP:          v.IP, UserAgent: cut(v.UserAgent, MaxUserAgentLen), Referrer: cut(v.Referrer, MaxReferrerLen),
@@ -159,21 +141,18 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 	c.Sub1, c.Sub2, c.Sub3, c.Sub4, c.Sub5 = subs[0], subs[1], subs[2], subs[3], subs[4]
 
 	var r Redirect
-	// The visitor is its cookie; without one (a first click, or a client that keeps no
-	// cookies) it is its IP address and user agent, and the cookie handed out now is
-	// remembered too so the next click, which carries it, is a repeat.
-	if !newVisitor {
-		c.IsDuplicate = s.dedup.Seen(dest.LinkID, v.VisitorID, now)
+	// The visitor is its cookie, or the cookie its address, user agent and hour make
+	// (visitors), handed out now.
+	var cookie [visitorIDLen]byte
+	if validVisitorID(v.VisitorID) {
+		copy(cookie[:], v.VisitorID)
 	} else {
-		base64.RawURLEncoding.Encode(r.newVisitor[:], random[clickid.RandomLen:])
-		c.IsDuplicate = s.dedup.SeenDevice(dest.LinkID, v.IP, v.UserAgent, now)
-		s.dedup.Remember(dest.LinkID, string(r.newVisitor[:]), now)
+		cookie = s.visitors.cookie(v.IP, c.UserAgent, now.Unix()/3600)
+		r.newVisitor = cookie
 	}
+	c.Visitor = s.visitors.id(&cookie)
 	if c.IsBot {
 		clicksBot.Inc()
-	}
-	if c.IsDuplicate {
-		clicksDuplicate.Inc()
 	}
 
 	r.to = dest.pick(now)
@@ -204,27 +183,6 @@ func (s *Service) Landing(ctx context.Context, code string) (string, error) {
 		return "", err
 	}
 	return dest.Landing(s.now()), nil
-}
-
-// A visitor id is 16 random bytes in unpadded base64url.
-const (
-	visitorIDBytes = 16
-	visitorIDLen   = 22
-)
-
-// validVisitorID accepts only ids this package could have made, so a forged cookie cannot
-// inject arbitrary bytes and an empty one does not collapse every visitor into one.
-func validVisitorID(s string) bool {
-	if len(s) != visitorIDLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if !(b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // cut shortens s to at most n bytes without splitting a character.

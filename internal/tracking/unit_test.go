@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/links"
 )
 
@@ -68,101 +69,43 @@ func TestDestinationPrefersARunningPromotionThenTheLinkThenTheProgram(t *testing
 	}
 }
 
-func TestDedupFlagsRepeatsWithinTheWindowOnly(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	d := NewDedup(time.Hour, 1000)
-	steps := []struct {
-		name          string
-		advance       time.Duration
-		link, visitor string
-		want          bool
+// Two replicas with the same keys say the same visitor for the same visit, and a visitor is
+// the same whether it brings the cookie it was handed or not, within the hour.
+func TestVisitorsAgreeAcrossReplicasAndKeepTheCookiesVisitor(t *testing.T) {
+	key := newKeys(t)
+	a, b := newVisitors(key.VisitorKey()), newVisitors(key.VisitorKey())
+	const hour = 493_000
+	cookie := a.cookie("192.0.2.1", "UA", hour)
+	if !validVisitorID(string(cookie[:])) {
+		t.Fatalf("the made cookie %q is not a valid visitor id", cookie)
+	}
+	if b.cookie("192.0.2.1", "UA", hour) != cookie {
+		t.Fatal("two replicas made different cookies for one visit")
+	}
+	if a.id(&cookie) != b.id(&cookie) {
+		t.Fatal("two replicas hashed one cookie differently")
+	}
+	if id := a.id(&cookie); id == string(cookie[:]) || !validVisitorID(id) {
+		t.Fatalf("the click carries %q for cookie %q: want a hash of the cookie's shape", id, cookie)
+	}
+	others := []struct {
+		name   string
+		ip, ua string
+		hour   int64
 	}{
-		{"a first click is unique", 0, "lnk_a", "v1", false},
-		{"the same visitor a minute later is a duplicate", time.Minute, "lnk_a", "v1", true},
-		{"another link is unique", 0, "lnk_b", "v1", false},
-		{"another visitor is unique", 0, "lnk_a", "v2", false},
-		{"still a duplicate just before the hour", 58*time.Minute + 59*time.Second, "lnk_a", "v1", true},
-		{"unique again once the hour has passed since the first click", time.Second, "lnk_a", "v1", false},
-		{"and a duplicate right after that", time.Second, "lnk_a", "v1", true},
-		{"after two idle windows everything is forgotten", 3 * time.Hour, "lnk_a", "v1", false},
+		{"another address", "192.0.2.2", "UA", hour},
+		{"another user agent", "192.0.2.1", "UA2", hour},
+		{"another split of the same bytes", "192.0.2.", "1UA", hour},
+		{"the next hour", "192.0.2.1", "UA", hour + 1},
 	}
-	for _, s := range steps {
-		now = now.Add(s.advance)
-		if got := d.Seen(s.link, s.visitor, now); got != s.want {
-			t.Fatalf("%s: Seen = %v", s.name, got)
+	for _, o := range others {
+		if a.cookie(o.ip, o.ua, o.hour) == cookie {
+			t.Errorf("%s made the same cookie", o.name)
 		}
 	}
-}
-
-// A visitor without a cookie is its IP address and user agent; none of them can collide
-// with a visitor id (ids never start with a zero byte) or with another split of the same bytes.
-func TestDedupKnowsDevicesApartFromVisitorIDs(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	d := NewDedup(time.Hour, 1000)
-	if d.SeenDevice("lnk_a", "192.0.2.1", "UA", now) {
-		t.Fatal("a first click of a device is a duplicate")
-	}
-	if !d.SeenDevice("lnk_a", "192.0.2.1", "UA", now.Add(time.Minute)) {
-		t.Fatal("the same device a minute later is unique")
-	}
-	for _, c := range []struct{ link, ip, ua string }{{"lnk_b", "192.0.2.1", "UA"}, {"lnk_a", "192.0.2.1", "UA2"}, {"lnk_a", "192.0.2.", "1UA"}} {
-		if d.SeenDevice(c.link, c.ip, c.ua, now) {
-			t.Fatalf("%+v is a duplicate of another device", c)
-		}
-	}
-	if d.Seen("lnk_a", "192.0.2.1UA", now) || d.Seen("lnk_a", "\x00192.0.2.1UA", now) {
-		t.Fatal("a visitor id matched a device")
-	}
-}
-
-func TestDedupMemoryIsBounded(t *testing.T) {
-	d := NewDedup(time.Hour, 3200) // 100 per shard and window
-	now := time.Now()
-	for i := range 100_000 {
-		d.Seen("lnk", strings.Repeat("x", i%7)+string(rune(i)), now)
-	}
-	occupied := func(t dedupTable) (n int) {
-		for _, s := range t {
-			if s.key != 0 {
-				n++
-			}
-		}
-		return n
-	}
-	for i := range d.shards {
-		s := &d.shards[i]
-		cur, prev := occupied(s.cur), occupied(s.prev)
-		if cur > 100 || prev > 100 || cur != s.n || prev != s.prevN {
-			t.Fatalf("shard %d holds %d+%d entries (counted %d+%d), want at most 100 each", i, cur, prev, s.n, s.prevN)
-		}
-		if len(s.cur) != 256 || len(s.prev) != 256 {
-			t.Fatalf("shard %d has tables of %d and %d slots, want 256 (at most half full)", i, len(s.cur), len(s.prev))
-		}
-	}
-	// The clicks just before the last early turn are still known.
-	for i := 100_000 - 5; i < 100_000; i++ {
-		if !d.Seen("lnk", strings.Repeat("x", i%7)+string(rune(i)), now) {
-			t.Fatalf("visitor %d, among the last seen, counts as new", i)
-		}
-	}
-}
-
-// A table the detector has not needed is not allocated: a replica that serves few clicks
-// does not pay for the bound.
-func TestDedupAllocatesTablesWhenFirstNeeded(t *testing.T) {
-	d := NewDedup(time.Hour, 1_000_000)
-	d.Seen("lnk", "v1", time.Now())
-	allocated := 0
-	for i := range d.shards {
-		if d.shards[i].cur != nil {
-			allocated++
-		}
-		if d.shards[i].prev != nil {
-			t.Fatalf("shard %d allocated its previous window's table before its first turn", i)
-		}
-	}
-	if allocated != 1 {
-		t.Fatalf("%d shards allocated a table after one click, want 1", allocated)
+	other := newVisitors(newKeys(t).VisitorKey())
+	if other.cookie("192.0.2.1", "UA", hour) == cookie || other.id(&cookie) == a.id(&cookie) {
+		t.Error("another key made the same cookie or hash")
 	}
 }
 
@@ -249,4 +192,13 @@ func FuzzBotMatcher(f *testing.F) {
 			t.Fatalf("match(%q) = %v, want %v", ua, got, want)
 		}
 	})
+}
+
+func newKeys(t *testing.T) clickid.Keys {
+	t.Helper()
+	ks, err := clickid.ParseKeys(clickid.GenerateKeySpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
 }

@@ -25,9 +25,10 @@ func TestJourney(t *testing.T) {
 // payout and every delivery verified. A local cluster plays the same one (TestCluster).
 func (w *world) play(t *testing.T) {
 	s := w.s
-	// 8 visitors click 5 times each: 40 clicks, 8 unique (a visitor's repeats within the hour
-	// are flagged duplicates through its ps_vid cookie).
+	// 8 visitors click 5 times each: 40 clicks, 8 unique (a visitor's repeats within the UTC
+	// hour are flagged duplicates through its ps_vid cookie).
 	const nVisitors, perVisitor = 8, 5
+	awayFromHourTurn(t, time.Minute)
 	vs := visitors(nVisitors)
 	log := newClickLog()
 	w.drive(context.Background(), vs, 4, nVisitors*perVisitor-1, 0, log)
@@ -173,4 +174,14 @@ func cents(t testing.TB, s string) int64 {
 func storedString(s *stack, t testing.TB, ids []string) string {
 	rows, distinct := s.storedClicks(t, ids)
 	return fmt.Sprintf("%d rows, %d distinct", rows, distinct)
+}
+
+// awayFromHourTurn waits for the next UTC hour if the current one ends within margin: unique
+// clicks are per hour, so a visitor's clicks on both sides of the turn count twice, rightly.
+func awayFromHourTurn(t testing.TB, margin time.Duration) {
+	now := time.Now()
+	if left := now.Truncate(time.Hour).Add(time.Hour).Sub(now); left < margin {
+		t.Logf("waiting %s for the hour to turn: unique clicks are per UTC hour", left.Round(time.Second))
+		time.Sleep(left + time.Second)
+	}
 }

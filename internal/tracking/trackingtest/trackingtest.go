@@ -4,6 +4,7 @@
 package trackingtest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net"
@@ -113,14 +114,14 @@ func ReadClicksOnce(t testing.TB, cfg kafka.Config) []Message {
 	return out
 }
 
-// ExactlyOnce fails unless the messages hold each of the click ids once, keyed by it, and
-// nothing else.
+// ExactlyOnce fails unless the messages hold each of the click ids once, keyed by the
+// click's visitor (its id without one), and nothing else.
 func ExactlyOnce(t testing.TB, got []Message, want []string) {
 	t.Helper()
 	seen := map[string]int{}
 	for _, m := range got {
-		if m.Key != m.Click.ClickID {
-			t.Errorf("message key %q, click id %q", m.Key, m.Click.ClickID)
+		if key := cmp.Or(m.Click.Visitor, m.Click.ClickID); m.Key != key {
+			t.Errorf("message key %q, want %q (click %s)", m.Key, key, m.Click.ClickID)
 		}
 		seen[m.Click.ClickID]++
 	}
