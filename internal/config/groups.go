@@ -219,8 +219,10 @@ type API struct {
 	BaseURL           string
 	RateLimitRequests int
 	RateLimitWindow   time.Duration
-	FailedAuthLimit   int
-	WebhookSecretWait time.Duration
+	// PostbackLimitRequests is each postback token's budget per RateLimitWindow.
+	PostbackLimitRequests int
+	FailedAuthLimit       int
+	WebhookSecretWait     time.Duration
 	// OperatorCompanies run the platform: their owners and admins keep every company's
 	// exchange rates.
 	OperatorCompanies []string
@@ -233,9 +235,10 @@ type API struct {
 func (a *API) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.Addr, "http-addr", ":8080", "listen address of the HTTP API, dashboard and click redirects")
 	fs.StringVar(&a.BaseURL, "base-url", "http://127.0.0.1:8080", "public URL of the api, used in tracking links and e-mails")
-	fs.IntVar(&a.RateLimitRequests, "rate-limit-requests", 1200, "requests per API key or session per window, per api replica (0 disables)")
-	fs.DurationVar(&a.RateLimitWindow, "rate-limit-window", time.Minute, "window of the per-credential rate limit")
-	fs.IntVar(&a.FailedAuthLimit, "failed-auth-limit", 20, "wrong API keys or session tokens one address may send per minute, per api replica, before it gets 429 for the rest of the minute (0 disables)")
+	fs.IntVar(&a.RateLimitRequests, "rate-limit-requests", 1200, "requests per API key or session per window, shared by every api replica (0 disables)")
+	fs.DurationVar(&a.RateLimitWindow, "rate-limit-window", time.Minute, "window of the per-credential and per-postback-token rate limits")
+	fs.IntVar(&a.PostbackLimitRequests, "postback-rate-limit-requests", 1200, "postbacks (GET or POST /postback) per postback token per window, shared by every api replica (0 disables)")
+	fs.IntVar(&a.FailedAuthLimit, "failed-auth-limit", 20, "wrong API keys, session tokens or postback tokens one address may send per minute, counted across the api replicas, before its further wrong ones get 429 for the rest of the minute; valid credentials are always served (0 disables)")
 	fs.StringSliceVar(&a.OperatorCompanies, "operator-companies", nil, "comma-separated company ids (co_...) of the platform's operator: their owners and admins keep the exchange rates of every company")
 	fs.StringSliceVar(&a.TrustedProxies, "trusted-proxies", nil, "comma-separated address ranges (or addresses) of the proxies in front of the api, such as an ingress controller's pods: from them the client address is taken from X-Forwarded-For (or a PROXY protocol header); empty trusts none and the client is the connection's peer")
 	fs.BoolVar(&a.ProxyProtocol, "proxy-protocol", false, "accept a PROXY protocol header (v1 or v2) from --trusted-proxies on the api's connections, for a TCP load balancer in front; a header from any other peer closes the connection")
@@ -253,6 +256,9 @@ func (a *API) Validate() error {
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
 	if a.RateLimitRequests < 0 {
 		return Invalid("rate-limit-requests", errors.New("must be 0 (off) or more"))
+	}
+	if a.PostbackLimitRequests < 0 {
+		return Invalid("postback-rate-limit-requests", errors.New("must be 0 (off) or more"))
 	}
 	if a.FailedAuthLimit < 0 {
 		return Invalid("failed-auth-limit", errors.New("must be 0 (off) or more"))

@@ -34,6 +34,13 @@ func BenchmarkRegisterConversion(b *testing.B) {
 	at := time.Now().Add(-time.Hour)
 	rates := map[string][]float64{}
 	cpu := map[string][]float64{}
+	dbSize := func() (n int64) {
+		if err := f.db.QueryRow(context.Background(), `SELECT pg_database_size(current_database())`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	sizeBefore := dbSize()
 	b.ResetTimer()
 	for round := range b.N * benchRounds {
 		clicks := f.clicks(b, f.program, at, benchConversions)
@@ -59,14 +66,19 @@ func BenchmarkRegisterConversion(b *testing.B) {
 	if want := b.N * benchRounds * benchConversions; rows != want || events != 2*want {
 		b.Fatalf("%d rows and %d events for %d conversions", rows, events, want)
 	}
+	// What a conversion costs Postgres's disk with its click, commission and outbox events
+	// (for the sizing guide, docs/helm.md); deliveries add their own rows.
+	_, _ = f.db.Exec(context.Background(), `CHECKPOINT`)
+	perConversion := float64(dbSize()-sizeBefore) / float64(rows)
+	b.ReportMetric(perConversion, "pg-bytes/conversion")
 	created, repeated := median(rates["new"]), median(rates["repeat"])
 	b.ReportMetric(created, "conversions/s")
 	b.ReportMetric(repeated, "repeats/s")
 	b.ReportMetric(created/repeated, "new/repeat")
 	b.ReportMetric(median(cpu["new"]), "cpu-µs/conversion")
 	b.ReportMetric(median(cpu["repeat"]), "cpu-µs/repeat")
-	b.Logf("median of %d rounds of %d: %.0f conversions/s (%.0f CPU µs each), repeats %.0f/s (%.0f µs): %.2fx",
-		benchRounds, benchConversions, created, median(cpu["new"]), repeated, median(cpu["repeat"]), created/repeated)
+	b.Logf("median of %d rounds of %d: %.0f conversions/s (%.0f CPU µs each), repeats %.0f/s (%.0f µs): %.2fx; Postgres grew %.0f bytes per conversion",
+		benchRounds, benchConversions, created, median(cpu["new"]), repeated, median(cpu["repeat"]), created/repeated, perConversion)
 }
 
 // registerAll registers a conversion for each click with benchClients clients at once.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +30,7 @@ func benchClick(i int, at time.Time) events.Click {
 		ProgramID: fmt.Sprintf("prg_%026d", i%20), AffiliateID: fmt.Sprintf("co_%026d", i%1000), AdvertiserID: "co_bench",
 		Sub1: fmt.Sprintf("s%d", i%5), IP: "203.0.113.7", Country: "ES", LandingURL: "https://shop.example/landing?utm_source=aff",
 		UserAgent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
-		Referrer:  "https://blog.example/reviews/best-running-shoes", IsDuplicate: i%5 == 0,
+		Referrer:  "https://blog.example/reviews/best-running-shoes", Visitor: fmt.Sprintf("v%021d", i%20000),
 	}
 }
 
@@ -55,7 +57,7 @@ func BenchmarkIngestThroughput(b *testing.B) {
 		c := benchClick(i, at)
 		clicks[i] = newClickRecord(Click{Click: c, Partition: int32(i % 6), Offset: int64(i / 6)})
 		body, _ := json.Marshal(c)
-		msgs[i] = kafka.Record{Key: []byte(c.ClickID), Value: body}
+		msgs[i] = kafka.Record{Key: []byte(c.Visitor), Value: body}
 	}
 
 	// ClickHouse's background merges make one pass of either side swing by half on two
@@ -187,8 +189,9 @@ func BenchmarkIngestSteady(b *testing.B) {
 		produce := func(from, n int) {
 			msgs := make([]kafka.Record, n)
 			for i := range msgs {
-				body, _ := json.Marshal(benchClick(from+i, at))
-				msgs[i] = kafka.Record{Key: []byte(fmt.Sprintf("clk_%026d", from+i)), Value: body}
+				c := benchClick(from+i, at)
+				body, _ := json.Marshal(c)
+				msgs[i] = kafka.Record{Key: []byte(c.Visitor), Value: body}
 			}
 			if err := kafka.FirstError(w.Produce(ctx, msgs)); err != nil {
 				b.Error(err)
@@ -252,7 +255,7 @@ func BenchmarkClickToVisible(b *testing.B) {
 		// Warm up: the group has joined once a first click is visible.
 		warm := benchClick(-1, time.Now().UTC())
 		body, _ := json.Marshal(warm)
-		if err := kafka.FirstError(w.Produce(ctx, []kafka.Record{kafka.Record{Key: []byte(warm.ClickID), Value: body}})); err != nil {
+		if err := kafka.FirstError(w.Produce(ctx, []kafka.Record{{Key: []byte(warm.Visitor), Value: body}})); err != nil {
 			b.Fatal(err)
 		}
 		for e.count(b, "SELECT count() FROM "+e.db+".clicks") == 0 {
@@ -271,7 +274,7 @@ func BenchmarkClickToVisible(b *testing.B) {
 				c.LinkID = fmt.Sprintf("lnk_visible_%06d", i)
 				body, _ := json.Marshal(c)
 				t := time.Now()
-				if err := kafka.FirstError(w.Produce(ctx, []kafka.Record{kafka.Record{Key: []byte(c.ClickID), Value: body}})); err != nil {
+				if err := kafka.FirstError(w.Produce(ctx, []kafka.Record{{Key: []byte(c.Visitor), Value: body}})); err != nil {
 					b.Error(err)
 					return
 				}
@@ -328,5 +331,57 @@ func BenchmarkClickBlock(b *testing.B) {
 			block.add(&recs[i])
 		}
 		block.chunk(block.recs)
+	}
+}
+
+// BenchmarkClickBytesOnDisk is what a click costs ClickHouse's disk once merged, for the
+// sizing guide (docs/helm.md): 200,000 clicks with the variety of real traffic (addresses,
+// browsers, referrers, sub-ids, visitors that repeat) written as ingest writes them, the tables
+// merged, and the bytes of each table that clicks feed divided by the clicks.
+func BenchmarkClickBytesOnDisk(b *testing.B) {
+	const n = 200_000
+	ctx := context.Background()
+	browsers := []string{
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+		"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+		"Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36",
+		"Mozilla/5.0 (Macintosh; Intel Mac OS X 14_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15",
+		"Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0",
+	}
+	for range b.N {
+		e := openBenchDB(b)
+		w := NewWriter(e.conn, e.db)
+		r := rand.New(rand.NewPCG(1, 2))
+		at := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+		clicks := make([]Click, 0, 10_000)
+		for i := range n {
+			visitor := r.IntN(n / 3)
+			c := events.Click{
+				ClickID: fmt.Sprintf("clk_%060d", r.Uint64()), Visitor: fmt.Sprintf("%022x", uint64(visitor)*0x9E3779B97F4A7C15),
+				OccurredAt: at.Add(time.Duration(i) * 24 * time.Hour / n), LinkID: fmt.Sprintf("lnk_%026d", r.IntN(3000)),
+				ProgramID: fmt.Sprintf("prg_%026d", r.IntN(20)), AffiliateID: fmt.Sprintf("co_%026d", r.IntN(1000)), AdvertiserID: "co_bench",
+				Sub1: fmt.Sprintf("campaign-%d", r.IntN(200)), IP: fmt.Sprintf("%d.%d.%d.%d", 1+visitor%223, visitor/223%256, visitor/57000%256, visitor%251),
+				UserAgent: browsers[visitor%len(browsers)], Referrer: fmt.Sprintf("https://blog%d.example/post/%d", r.IntN(300), r.IntN(50)),
+				Country: []string{"ES", "DE", "US", "FR", "GB"}[visitor%5], IsDuplicate: r.IntN(3) == 0,
+			}
+			clicks = append(clicks, Click{Click: c, Partition: int32(visitor % 12), Offset: int64(i)})
+			if len(clicks) == cap(clicks) {
+				if _, err := w.WriteClicks(ctx, clicks); err != nil {
+					b.Fatal(err)
+				}
+				clicks = clicks[:0]
+			}
+		}
+		tables := []string{"clicks", "click_index", "click_visitors", "clicks_daily", "clicks_daily_sub1"}
+		var report []string
+		for _, table := range tables {
+			if err := e.conn.Exec(ctx, "OPTIMIZE TABLE "+e.db+"."+table+" FINAL"); err != nil {
+				b.Fatal(err)
+			}
+			bytes := e.count(b, "SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = '"+e.db+"' AND table = '"+table+"'")
+			b.ReportMetric(float64(bytes)/n, table+"-bytes/click")
+			report = append(report, fmt.Sprintf("%s %.1f", table, float64(bytes)/n))
+		}
+		b.Logf("bytes on disk per click, merged: %s", strings.Join(report, ", "))
 	}
 }
