@@ -72,8 +72,9 @@ lint: ## go vet, staticcheck, Redocly and a generated TypeScript client on the O
 bench: ## Every Go benchmark, with memory statistics
 	go test -run '^$$' -bench . -benchmem ./...
 
-bench-auth: ## API-key authentication overhead per request (p99) beside an unauthenticated baseline
+bench-auth: ## API-key authentication overhead per request (p99) beside an unauthenticated baseline, and the shared rate limit's ns per request beside the per-replica one it replaced
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/httpapi/ -run '^$$' -bench 'APIKeyAuthOverhead|KeyAuthenticate' -benchtime 20000x
+	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/ratelimit/ -run '^$$' -bench LimiterTake -benchtime 5000000x
 
 bench-conversions: ## Conversions/s end to end (HTTP -> attribution -> Postgres rows + outbox) beside repeats of the same requests (answered without a write), and CPU µs per conversion
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/httpapi/ -run '^$$' -bench RegisterConversion

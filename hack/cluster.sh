@@ -113,6 +113,7 @@ clickhouse:
 kafka:
   brokers: {value: "$PARTNERSTREAM_KAFKA_BROKERS"}
   partitions: 3
+  replicationFactor: 1 # hack/kafka is one broker
 session:
   keys: {secretName: partnerstream-local, secretKey: session-keys}
 smtp:

@@ -121,6 +121,15 @@ var chartCases = []chartCase{
 					t.Errorf("%s = %q by default; no proxy is trusted unless the operator names it", name, e.Value)
 				}
 			}
+			// Topics are made for a production cluster: three copies, room for 12 replicas.
+			if rf, parts := apiEnv["PARTNERSTREAM_KAFKA_REPLICATION_FACTOR"].Value, apiEnv["PARTNERSTREAM_KAFKA_PARTITIONS"].Value; rf != "3" || parts != "12" {
+				t.Errorf("Kafka replication factor %q and partitions %q by default, want 3 and 12", rf, parts)
+			}
+			for _, name := range []string{"PARTNERSTREAM_KAFKA_TLS", "PARTNERSTREAM_KAFKA_SASL_MECHANISM", "PARTNERSTREAM_KAFKA_SASL_PASSWORD", "PARTNERSTREAM_KAFKA_TLS_CA_FILE"} {
+				if e, ok := apiEnv[name]; ok {
+					t.Errorf("%s = %+v by default, want it unset", name, e)
+				}
+			}
 		},
 	},
 	{
@@ -270,9 +279,59 @@ var chartCases = []chartCase{
 			if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != 30080 {
 				t.Errorf("api Service %s with node port %d, want NodePort 30080", svc.Spec.Type, svc.Spec.Ports[0].NodePort)
 			}
-			// The duplicate detector is per replica: a visitor's clicks must stay on one.
-			if svc.Spec.SessionAffinity != corev1.ServiceAffinityClientIP || *svc.Spec.SessionAffinityConfig.ClientIP.TimeoutSeconds < 3600 {
-				t.Errorf("api Service affinity %s %+v, want ClientIP for at least the hour of the duplicate window", svc.Spec.SessionAffinity, svc.Spec.SessionAffinityConfig)
+			// Unique clicks are decided by ingest: nothing needs a client pinned to a replica,
+			// and pinning would pin a whole proxy.
+			if svc.Spec.SessionAffinity != corev1.ServiceAffinityNone || svc.Spec.SessionAffinityConfig != nil {
+				t.Errorf("api Service affinity %s %+v, want None", svc.Spec.SessionAffinity, svc.Spec.SessionAffinityConfig)
+			}
+		},
+	},
+	{
+		name: "a managed Kafka: TLS with a CA and client certificate from a Secret mounted as files, SCRAM with the password from a Secret",
+		values: `
+kafka:
+  replicationFactor: 3
+  compression: zstd
+  tls: {enabled: true, secretName: kafka-tls, caKey: ca.pem, certKey: tls.crt, keyKey: tls.key, serverName: broker.example.com}
+  sasl:
+    mechanism: SCRAM-SHA-512
+    username: {value: partnerstream}
+    password: {secretName: kafka-sasl, secretKey: pw}
+`,
+		check: func(t *testing.T, r *release) {
+			for _, name := range []string{"api", "ingest", "deliver", "controller"} {
+				pod := component(t, r, name).Template.Spec
+				env := containerEnv(pod.Containers[0])
+				talks := name != "controller"
+				mounted := slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+					return m.Name == "kafka-tls" && m.MountPath == "/etc/partnerstream/kafka-tls" && m.ReadOnly
+				})
+				volume := slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
+					return v.Name == "kafka-tls" && v.Secret != nil && v.Secret.SecretName == "kafka-tls"
+				})
+				if mounted != talks || volume != talks {
+					t.Errorf("%s: kafka-tls mounted %v, volume %v; want both only where Kafka is used", name, mounted, volume)
+				}
+				if !talks {
+					if _, ok := env["PARTNERSTREAM_KAFKA_SASL_PASSWORD"]; ok {
+						t.Errorf("%s gets the Kafka password", name)
+					}
+					continue
+				}
+				want := map[string]string{
+					"PARTNERSTREAM_KAFKA_TLS": "true", "PARTNERSTREAM_KAFKA_TLS_SERVER_NAME": "broker.example.com",
+					"PARTNERSTREAM_KAFKA_TLS_CA_FILE":    "/etc/partnerstream/kafka-tls/ca.pem",
+					"PARTNERSTREAM_KAFKA_TLS_CERT_FILE":  "/etc/partnerstream/kafka-tls/tls.crt",
+					"PARTNERSTREAM_KAFKA_TLS_KEY_FILE":   "/etc/partnerstream/kafka-tls/tls.key",
+					"PARTNERSTREAM_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512", "PARTNERSTREAM_KAFKA_SASL_USERNAME": "partnerstream",
+					"PARTNERSTREAM_KAFKA_COMPRESSION": "zstd", "PARTNERSTREAM_KAFKA_REPLICATION_FACTOR": "3",
+				}
+				for k, v := range want {
+					if env[k].Value != v {
+						t.Errorf("%s: %s = %q, want %q", name, k, env[k].Value, v)
+					}
+				}
+				wantSecretEnv(t, env, map[string][2]string{"PARTNERSTREAM_KAFKA_SASL_PASSWORD": {"kafka-sasl", "pw"}})
 			}
 		},
 	},
@@ -779,6 +838,10 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"a Postgres URL as plain text", `postgres: {url: {value: "postgres://u:p@h/db", secretName: "", secretKey: url}}`, "additional properties 'value' not allowed"},
 		{"a trusted proxy that is a host name", `api: {trustedProxies: [ingress.local]}`, "/api/trustedProxies/0"},
 		{"the PROXY protocol without trusted proxies", `api: {proxyProtocol: true}`, "/api/trustedProxies"},
+		{"a SASL mechanism with no password Secret", `kafka: {sasl: {mechanism: SCRAM-SHA-512}}`, "/kafka/sasl/password/secretName"},
+		{"a SASL mechanism Kafka clients do not speak", `kafka: {sasl: {mechanism: GSSAPI}}`, "/kafka/sasl/mechanism"},
+		{"a Kafka TLS Secret with TLS off", `kafka: {tls: {secretName: kafka-ca}}`, "/kafka/tls/enabled"},
+		{"a Kafka compression that does not exist", `kafka: {compression: brotli}`, "/kafka/compression"},
 		{"a network policy CIDR that is not IPv4", `networkPolicy: {clusterCIDRs: ["fd00::/8"]}`, "/networkPolicy/clusterCIDRs/0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,7 +37,9 @@ func componentMetrics(t *testing.T) map[string][]byte {
 	env.Require(t)
 	pg := testenv.Postgres(t)
 	chAddr, chDB := testenv.ClickHouse(t)
+	// One embedded broker: replication factor 1, not the production default of 3.
 	brokers := strings.Join(testenv.Kafka(t), ",")
+	kafka := []string{"--kafka-brokers", brokers, "--kafka-replication-factor", "1"}
 	namespace := env.Namespace(t)
 
 	dir := t.TempDir()
@@ -55,11 +57,11 @@ func componentMetrics(t *testing.T) map[string][]byte {
 	run(t, bin, append([]string{"migrate", "--postgres-url", pg, "--metrics-addr", testenv.FreeAddr(t)}, ch...)...)
 	httpAddr := testenv.FreeAddr(t)
 	args := map[string][]string{
-		"api": concat(ch, kube, []string{"--postgres-url", pg, "--kafka-brokers", brokers, "--http-addr", httpAddr,
+		"api": concat(ch, kube, kafka, []string{"--postgres-url", pg, "--http-addr", httpAddr,
 			"--session-keys", "k1:" + base64.StdEncoding.EncodeToString(key), "--click-id-keys", "c1:" + base64.StdEncoding.EncodeToString(key),
 			"--click-spool-dir", filepath.Join(dir, "spool")}),
-		"ingest":     concat(ch, []string{"--kafka-brokers", brokers}),
-		"deliver":    concat(kube, []string{"--postgres-url", pg, "--kafka-brokers", brokers}),
+		"ingest":     concat(ch, kafka),
+		"deliver":    concat(kube, kafka, []string{"--postgres-url", pg}),
 		"controller": concat(kube, []string{"--leader-elect=false"}),
 	}
 	addrs := map[string]string{}

@@ -22,6 +22,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/outbox"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/programs"
+	"github.com/partnerstream/partnerstream/internal/ratelimit"
 	"github.com/partnerstream/partnerstream/internal/rates"
 	"github.com/partnerstream/partnerstream/internal/run"
 	"github.com/partnerstream/partnerstream/internal/stats"
@@ -98,8 +99,9 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 		Addr: s.api.Addr, Log: log, Health: p.health, Keys: keys, Sessions: httpapi.SessionAuth(deps.sessions),
 		Idempotency:     idem,
 		RateLimit:       httpapi.RateLimit{Requests: s.api.RateLimitRequests, Window: s.api.RateLimitWindow},
-		FailedAuthLimit: s.api.FailedAuthLimit,
-		TrustedProxies:  s.api.Proxies, ProxyProtocol: s.api.ProxyProtocol,
+		PostbackLimit:   httpapi.RateLimit{Requests: s.api.PostbackLimitRequests, Window: s.api.RateLimitWindow},
+		FailedAuthLimit: s.api.FailedAuthLimit, Limits: ratelimit.NewPostgres(p.pg),
+		TrustedProxies: s.api.Proxies, ProxyProtocol: s.api.ProxyProtocol,
 	})
 	prg := programs.NewService(p.pg, programs.Options{})
 	lks := links.NewService(p.pg, links.Options{BaseURL: s.api.BaseURL})
@@ -154,6 +156,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 			pgstore.Listen(ctx, p.pg, pgstore.Subscription{Channel: auth.RevocationChannel, Notify: keys.Forget, Reset: keys.Reset, Log: log})
 		},
 		func(ctx context.Context) { keys.Run(ctx, 5*time.Second) },
+		srv.RunLimits,
 		func(ctx context.Context) { _ = relay.Run(ctx) },
 		func(ctx context.Context) { _ = recorder.Run(ctx) },
 		func(ctx context.Context) {

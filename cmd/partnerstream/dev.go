@@ -46,7 +46,7 @@ func (d *devOnly) Validate() error {
 func newDevCmd() *cobra.Command {
 	var (
 		s = apiSettings{
-			kafka:    config.Kafka{Optional: true},
+			kafka:    config.Kafka{Optional: true, DevDefaults: true},
 			tracking: config.Tracking{SpoolDir: ".local/spool"},
 			// dev's receivers usually run on the same machine.
 			egress: config.Egress{AllowCIDRs: []string{"127.0.0.0/8", "::1/128"}},

@@ -64,6 +64,11 @@ func command(env []string, args ...string) *exec.Cmd {
 
 func TestAComponentRefusesToStartWithAOneLineErrorNamingTheProblem(t *testing.T) {
 	pg := testenv.Postgres(t)
+	scram, err := embedded.Start(embedded.Options{Users: []embedded.User{{Mechanism: "SCRAM-SHA-512", Name: "ps", Password: "right"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(scram.Close)
 	cases := []struct {
 		name string
 		args []string
@@ -79,6 +84,10 @@ func TestAComponentRefusesToStartWithAOneLineErrorNamingTheProblem(t *testing.T)
 		{"api with a malformed broker list", []string{"api", "--postgres-url", pg, "--kafka-brokers", "nohost"}, nil, "setting --kafka-brokers"},
 		{"api when Postgres is unreachable", []string{"api", "--kafka-brokers", closedAddr(t)}, []string{"PARTNERSTREAM_POSTGRES_URL=postgres://u:secretpw@" + closedAddr(t) + "/db"}, "postgres:"},
 		{"api when Kafka is unreachable", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t)}, nil, "kafka"},
+		{"api with the Kafka password on the command line", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t), "--kafka-sasl-password", "secretpw"}, nil, "setting --kafka-sasl-password (PARTNERSTREAM_KAFKA_SASL_PASSWORD): is read from PARTNERSTREAM_KAFKA_SASL_PASSWORD only"},
+		{"api with an unreadable Kafka CA", []string{"api", "--postgres-url", pg, "--kafka-brokers", closedAddr(t), "--kafka-tls", "--kafka-tls-ca-file", "/nonexistent/ca.crt"}, nil, "setting --kafka-tls-ca-file (PARTNERSTREAM_KAFKA_TLS_CA_FILE): read the CA bundle"},
+		{"api with a wrong Kafka password", []string{"api", "--postgres-url", pg, "--kafka-brokers", scram.Addrs()[0], "--kafka-sasl-mechanism", "SCRAM-SHA-512", "--kafka-sasl-username", "ps"},
+			[]string{"PARTNERSTREAM_KAFKA_SASL_PASSWORD=secretpw"}, "SASL Authentication failed"},
 		{"ingest when ClickHouse is unreachable", []string{"ingest", "--clickhouse-addr", closedAddr(t), "--kafka-brokers", closedAddr(t)}, nil, "clickhouse"},
 		{"migrate with a bad ClickHouse database name", []string{"migrate", "--postgres-url", pg, "--clickhouse-addr", "127.0.0.1:9000", "--clickhouse-database", "drop table"}, nil, "setting --clickhouse-database"},
 		{"controller with a missing kubeconfig", []string{"controller", "--kubeconfig", "/nonexistent/kubeconfig"}, nil, "setting --kubeconfig"},
@@ -117,6 +126,7 @@ func startAPI(t *testing.T, brokers string) (cmd *exec.Cmd, httpAddr, opsAddr st
 	cmd = command([]string{
 		"PARTNERSTREAM_POSTGRES_URL=" + testenv.Postgres(t),
 		"PARTNERSTREAM_KAFKA_BROKERS=" + brokers,
+		"PARTNERSTREAM_KAFKA_REPLICATION_FACTOR=1", // one embedded broker
 		"PARTNERSTREAM_HTTP_ADDR=" + httpAddr,
 		"PARTNERSTREAM_METRICS_ADDR=" + opsAddr,
 		"PARTNERSTREAM_SHUTDOWN_TIMEOUT=10s",

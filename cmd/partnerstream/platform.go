@@ -77,18 +77,18 @@ const kafkaStartupTimeout = 30 * time.Second
 
 // connectKafka checks the brokers answer and creates the topics if they are missing.
 func (p *platform) connectKafka(ctx context.Context, cfg *config.Kafka, clientID string) error {
-	p.kafka = kafka.Config{Brokers: cfg.Brokers, Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor, Retention: cfg.Retention, ClientID: clientID, Compression: cfg.Compression}
+	p.kafka = cfg.Config(clientID)
 	// A broker address that accepts connections but never answers must not hang start-up.
 	ctx, cancel := context.WithTimeout(ctx, kafkaStartupTimeout)
 	defer cancel()
-	if err := kafka.Ping(ctx, cfg.Brokers); err != nil {
+	if err := kafka.Ping(ctx, p.kafka); err != nil {
 		return err
 	}
 	if err := kafka.EnsureTopics(ctx, p.kafka, kafka.TopicClicks, kafka.TopicEvents); err != nil {
 		return err
 	}
-	brokers := cfg.Brokers
-	p.health.Add("kafka", func(ctx context.Context) error { return kafka.Ping(ctx, brokers) })
+	kcfg := p.kafka
+	p.health.Add("kafka", func(ctx context.Context) error { return kafka.Ping(ctx, kcfg) })
 	return nil
 }
 

@@ -49,7 +49,13 @@ func Load(fs *pflag.FlagSet, args []string, groups ...Group) error {
 func Apply(fs *pflag.FlagSet, groups ...Group) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed {
+		if err != nil {
+			return
+		}
+		if f.Changed {
+			if _, secret := f.Annotations[envOnlyAnnotation]; secret {
+				err = Invalid(f.Name, fmt.Errorf("is read from %s only, never from the command line, which every user of the machine can see", EnvName(f.Name)))
+			}
 			return
 		}
 		v, ok := os.LookupEnv(EnvName(f.Name))
@@ -69,6 +75,14 @@ func Apply(fs *pflag.FlagSet, groups ...Group) error {
 		}
 	}
 	return nil
+}
+
+// envOnlyAnnotation marks a flag that holds a secret: Apply refuses it on the command line.
+const envOnlyAnnotation = "partnerstream/env-only"
+
+// envOnly makes the flag name settable from its environment variable only.
+func envOnly(fs *pflag.FlagSet, name string) {
+	_ = fs.SetAnnotation(name, envOnlyAnnotation, []string{"true"})
 }
 
 // SettingError names the setting that is wrong, as flag and environment variable.

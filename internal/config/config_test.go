@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +48,36 @@ func TestLoadNamesTheSettingThatIsWrong(t *testing.T) {
 			args:    []string{"--kafka-brokers", "localhost"},
 			groups:  func() []Group { return []Group{&Kafka{}} },
 			wantErr: "setting --kafka-brokers (PARTNERSTREAM_KAFKA_BROKERS): \"localhost\" is not host:port",
+		},
+		{
+			name:    "an unknown SASL mechanism names the flag and the ones there are",
+			args:    []string{"--kafka-brokers", "k:9092", "--kafka-sasl-mechanism", "GSSAPI", "--kafka-sasl-username", "u"},
+			groups:  func() []Group { return []Group{&Kafka{}} },
+			wantErr: `setting --kafka-sasl-mechanism (PARTNERSTREAM_KAFKA_SASL_MECHANISM): "GSSAPI" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512`,
+		},
+		{
+			name:    "an unreadable CA bundle names the flag and the file",
+			args:    []string{"--kafka-brokers", "k:9092", "--kafka-tls", "--kafka-tls-ca-file", "/nonexistent/ca.crt"},
+			groups:  func() []Group { return []Group{&Kafka{}} },
+			wantErr: "setting --kafka-tls-ca-file (PARTNERSTREAM_KAFKA_TLS_CA_FILE): read the CA bundle: open /nonexistent/ca.crt: no such file or directory",
+		},
+		{
+			name:    "a SASL password on the command line is refused",
+			args:    []string{"--kafka-brokers", "k:9092", "--kafka-sasl-password", "hunter2"},
+			groups:  func() []Group { return []Group{&Kafka{}} },
+			wantErr: "setting --kafka-sasl-password (PARTNERSTREAM_KAFKA_SASL_PASSWORD): is read from PARTNERSTREAM_KAFKA_SASL_PASSWORD only",
+		},
+		{
+			name:    "SCRAM without a password names the password",
+			args:    []string{"--kafka-brokers", "k:9092", "--kafka-sasl-mechanism", "SCRAM-SHA-512", "--kafka-sasl-username", "u"},
+			groups:  func() []Group { return []Group{&Kafka{}} },
+			wantErr: "setting --kafka-sasl-password (PARTNERSTREAM_KAFKA_SASL_PASSWORD): is required with SCRAM-SHA-512",
+		},
+		{
+			name:    "min.insync.replicas above the replication factor is refused",
+			args:    []string{"--kafka-brokers", "k:9092", "--kafka-min-insync-replicas", "4"},
+			groups:  func() []Group { return []Group{&Kafka{}} },
+			wantErr: "setting --kafka-min-insync-replicas (PARTNERSTREAM_KAFKA_MIN_INSYNC_REPLICAS): must be between 0 (automatic) and --kafka-replication-factor (3)",
 		},
 		{
 			name:    "an unknown log level is refused",
@@ -134,6 +166,43 @@ func TestAPostgresPasswordNeverAppearsInAnError(t *testing.T) {
 	err := load(t, map[string]string{"PARTNERSTREAM_POSTGRES_URL": "postgres://u:s3cret@%zz/db"}, nil, &Postgres{})
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("error = %v: want an error without the password", err)
+	}
+}
+
+func TestKafkaSecurityFromTheEnvironmentOrAFile(t *testing.T) {
+	var k Kafka
+	env := map[string]string{"PARTNERSTREAM_KAFKA_BROKERS": "k:9092", "PARTNERSTREAM_KAFKA_SASL_MECHANISM": "scram-sha-256",
+		"PARTNERSTREAM_KAFKA_SASL_USERNAME": "ps", "PARTNERSTREAM_KAFKA_SASL_PASSWORD": "hunter2", "PARTNERSTREAM_KAFKA_TLS": "true"}
+	if err := load(t, env, nil, &k); err != nil {
+		t.Fatal(err)
+	}
+	if cfg := k.Config("api"); !cfg.Security.TLS() || cfg.Security.SASL() != "SCRAM-SHA-256" || cfg.ReplicationFactor != 3 || cfg.Partitions != 12 {
+		t.Errorf("config = %+v, want TLS, SCRAM-SHA-256, replication factor 3 and 12 partitions", cfg)
+	}
+
+	file := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(file, []byte("hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k = Kafka{}
+	if err := load(t, nil, []string{"--kafka-brokers", "k:9092", "--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-username", "ps",
+		"--kafka-sasl-password-file", file}, &k); err == nil || !strings.Contains(err.Error(), "--kafka-sasl-password-file") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a password file and the password variable both set = %v, want a refusal naming the file's flag, without the password", err)
+	}
+	t.Setenv("PARTNERSTREAM_KAFKA_SASL_PASSWORD", "")
+	k = Kafka{}
+	if err := load(t, nil, []string{"--kafka-brokers", "k:9092", "--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-username", "ps",
+		"--kafka-sasl-password-file", file}, &k); err != nil || k.Security.SASL() != "PLAIN" {
+		t.Errorf("the password from a file = %v, %+v", err, k.Security)
+	}
+
+	for name := range env {
+		t.Setenv(name, "")
+	}
+	t.Setenv("PARTNERSTREAM_KAFKA_TLS", "false")
+	dev := Kafka{Optional: true, DevDefaults: true}
+	if err := load(t, nil, []string{"--kafka-brokers", "k:9092"}, &dev); err != nil || dev.ReplicationFactor != 1 {
+		t.Errorf("dev's replication factor = %d (%v), want 1: its embedded broker is one broker", dev.ReplicationFactor, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -111,18 +112,44 @@ type Kafka struct {
 	Brokers           []string
 	Partitions        int
 	ReplicationFactor int
+	MinInsyncReplicas int
 	Retention         time.Duration
 	Compression       string
+	TLS               kafka.TLSSettings
+	SASLMechanism     string
+	SASLUsername      string
+	SASLPassword      string
+	SASLPasswordFile  string
 	// Optional leaves Brokers empty without error (dev then embeds a broker).
 	Optional bool
+	// DevDefaults makes the replication factor 1 by default: dev's embedded broker is one
+	// broker.
+	DevDefaults bool
+	// Security is the TLS and SASL settings read and checked, set by Validate.
+	Security *kafka.Security
 }
 
 func (k *Kafka) Register(fs *pflag.FlagSet) {
+	rf := 3
+	if k.DevDefaults {
+		rf = 1
+	}
 	fs.StringSliceVar(&k.Brokers, "kafka-brokers", nil, "comma-separated Kafka bootstrap brokers host:port")
-	fs.IntVar(&k.Partitions, "kafka-partitions", 6, "partitions of the topics created at start")
-	fs.IntVar(&k.ReplicationFactor, "kafka-replication-factor", 1, "replication factor of the topics created at start")
+	fs.IntVar(&k.Partitions, "kafka-partitions", 12, "partitions of the topics created at start: the most ingest or deliver replicas that get work (docs/helm.md, Kafka)")
+	fs.IntVar(&k.ReplicationFactor, "kafka-replication-factor", rf, "replication factor of the topics created at start; 1 for a single broker")
+	fs.IntVar(&k.MinInsyncReplicas, "kafka-min-insync-replicas", 0, "min.insync.replicas of the topics created at start: replicas that must hold a record before a produce succeeds (0: the replication factor minus 1, between 1 and 2)")
 	fs.DurationVar(&k.Retention, "kafka-retention", 7*24*time.Hour, "retention of the topics created at start")
 	fs.StringVar(&k.Compression, "kafka-compression", "none", "compression of produced record batches: none, gzip, snappy, lz4 or zstd")
+	fs.BoolVar(&k.TLS.Enabled, "kafka-tls", false, "connect to the brokers over TLS")
+	fs.StringVar(&k.TLS.CAFile, "kafka-tls-ca-file", "", "PEM bundle of the CAs that sign the brokers' certificates; empty trusts the system's CAs")
+	fs.StringVar(&k.TLS.CertFile, "kafka-tls-cert-file", "", "client certificate (PEM) for brokers that authenticate clients by certificate; needs --kafka-tls-key-file")
+	fs.StringVar(&k.TLS.KeyFile, "kafka-tls-key-file", "", "key (PEM) of --kafka-tls-cert-file")
+	fs.StringVar(&k.TLS.ServerName, "kafka-tls-server-name", "", "name the brokers' certificates must carry; empty takes each broker's host")
+	fs.StringVar(&k.SASLMechanism, "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty for none")
+	fs.StringVar(&k.SASLUsername, "kafka-sasl-username", "", "SASL user name")
+	fs.StringVar(&k.SASLPassword, "kafka-sasl-password", "", "SASL password, from the environment only (a command line is visible to every user of the machine)")
+	envOnly(fs, "kafka-sasl-password")
+	fs.StringVar(&k.SASLPasswordFile, "kafka-sasl-password-file", "", "file holding the SASL password (a mounted Secret), instead of the environment variable")
 }
 
 func (k *Kafka) Validate() error {
@@ -143,13 +170,47 @@ func (k *Kafka) Validate() error {
 	if k.ReplicationFactor < 1 || k.ReplicationFactor > 10 {
 		return Invalid("kafka-replication-factor", errors.New("must be between 1 and 10"))
 	}
+	if k.MinInsyncReplicas < 0 || k.MinInsyncReplicas > k.ReplicationFactor {
+		return Invalid("kafka-min-insync-replicas", fmt.Errorf("must be between 0 (automatic) and --kafka-replication-factor (%d)", k.ReplicationFactor))
+	}
 	if k.Retention < time.Hour {
 		return Invalid("kafka-retention", errors.New("must be at least 1h"))
 	}
 	if !slices.Contains(kafka.Compressions, k.Compression) {
 		return Invalid("kafka-compression", fmt.Errorf("must be one of %s", strings.Join(kafka.Compressions, ", ")))
 	}
+	password := k.SASLPassword
+	if k.SASLPasswordFile != "" {
+		if password != "" {
+			return Invalid("kafka-sasl-password-file", fmt.Errorf("and %s are both set; set one", EnvName("kafka-sasl-password")))
+		}
+		b, err := os.ReadFile(k.SASLPasswordFile)
+		if err != nil {
+			return Invalid("kafka-sasl-password-file", err)
+		}
+		// A Secret written with a trailing newline must not make the password wrong.
+		password = strings.TrimRight(string(b), "\r\n")
+	}
+	sec, err := kafka.NewSecurity(k.TLS, kafka.SASLSettings{Mechanism: k.SASLMechanism, Username: k.SASLUsername, Password: kafka.Password(password)})
+	if err != nil {
+		var se *kafka.SettingError
+		if errors.As(err, &se) {
+			if se.Setting == "sasl-password" && k.SASLPasswordFile != "" {
+				return Invalid("kafka-sasl-password-file", se.Err)
+			}
+			return Invalid("kafka-"+se.Setting, se.Err)
+		}
+		return Invalid("kafka-tls", err)
+	}
+	k.Security = sec
 	return nil
+}
+
+// Config is the kafka package's configuration of these settings; clientID names the component.
+func (k *Kafka) Config(clientID string) kafka.Config {
+	return kafka.Config{Brokers: k.Brokers, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor,
+		MinInsyncReplicas: k.MinInsyncReplicas, Retention: k.Retention, ClientID: clientID, Compression: k.Compression,
+		Security: k.Security}
 }
 
 // API is the HTTP server of the api component.
@@ -158,8 +219,10 @@ type API struct {
 	BaseURL           string
 	RateLimitRequests int
 	RateLimitWindow   time.Duration
-	FailedAuthLimit   int
-	WebhookSecretWait time.Duration
+	// PostbackLimitRequests is each postback token's budget per RateLimitWindow.
+	PostbackLimitRequests int
+	FailedAuthLimit       int
+	WebhookSecretWait     time.Duration
 	// OperatorCompanies run the platform: their owners and admins keep every company's
 	// exchange rates.
 	OperatorCompanies []string
@@ -172,9 +235,10 @@ type API struct {
 func (a *API) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.Addr, "http-addr", ":8080", "listen address of the HTTP API, dashboard and click redirects")
 	fs.StringVar(&a.BaseURL, "base-url", "http://127.0.0.1:8080", "public URL of the api, used in tracking links and e-mails")
-	fs.IntVar(&a.RateLimitRequests, "rate-limit-requests", 1200, "requests per API key or session per window, per api replica (0 disables)")
-	fs.DurationVar(&a.RateLimitWindow, "rate-limit-window", time.Minute, "window of the per-credential rate limit")
-	fs.IntVar(&a.FailedAuthLimit, "failed-auth-limit", 20, "wrong API keys or session tokens one address may send per minute, per api replica, before it gets 429 for the rest of the minute (0 disables)")
+	fs.IntVar(&a.RateLimitRequests, "rate-limit-requests", 1200, "requests per API key or session per window, shared by every api replica (0 disables)")
+	fs.DurationVar(&a.RateLimitWindow, "rate-limit-window", time.Minute, "window of the per-credential and per-postback-token rate limits")
+	fs.IntVar(&a.PostbackLimitRequests, "postback-rate-limit-requests", 1200, "postbacks (GET or POST /postback) per postback token per window, shared by every api replica (0 disables)")
+	fs.IntVar(&a.FailedAuthLimit, "failed-auth-limit", 20, "wrong API keys, session tokens or postback tokens one address may send per minute, counted across the api replicas, before its further wrong ones get 429 for the rest of the minute; valid credentials are always served (0 disables)")
 	fs.StringSliceVar(&a.OperatorCompanies, "operator-companies", nil, "comma-separated company ids (co_...) of the platform's operator: their owners and admins keep the exchange rates of every company")
 	fs.StringSliceVar(&a.TrustedProxies, "trusted-proxies", nil, "comma-separated address ranges (or addresses) of the proxies in front of the api, such as an ingress controller's pods: from them the client address is taken from X-Forwarded-For (or a PROXY protocol header); empty trusts none and the client is the connection's peer")
 	fs.BoolVar(&a.ProxyProtocol, "proxy-protocol", false, "accept a PROXY protocol header (v1 or v2) from --trusted-proxies on the api's connections, for a TCP load balancer in front; a header from any other peer closes the connection")
@@ -192,6 +256,9 @@ func (a *API) Validate() error {
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
 	if a.RateLimitRequests < 0 {
 		return Invalid("rate-limit-requests", errors.New("must be 0 (off) or more"))
+	}
+	if a.PostbackLimitRequests < 0 {
+		return Invalid("postback-rate-limit-requests", errors.New("must be 0 (off) or more"))
 	}
 	if a.FailedAuthLimit < 0 {
 		return Invalid("failed-auth-limit", errors.New("must be 0 (off) or more"))

@@ -54,11 +54,18 @@ func (s *Service) RotatePostbackToken(ctx context.Context, advertiserID, program
 }
 
 // RegisterPostback registers a conversion reported through the server-to-server postback URL:
-// the token stands for the advertiser, and only clicks of the token's program count.
-func (s *Service) RegisterPostback(ctx context.Context, token string, in NewConversion) (Conversion, bool, error) {
+// the token stands for the advertiser, and only clicks of the token's program count. admit,
+// when not nil, is asked about the token's program once the token is found valid and before
+// anything is registered (the api's per-token rate limit); its error is returned as it is.
+func (s *Service) RegisterPostback(ctx context.Context, token string, in NewConversion, admit func(programID string) error) (Conversion, bool, error) {
 	programID, advertiserID, err := s.checkToken(ctx, token)
 	if err != nil {
 		return Conversion{}, false, err
+	}
+	if admit != nil {
+		if err := admit(programID); err != nil {
+			return Conversion{}, false, err
+		}
 	}
 	in.ProgramID, in.Source = programID, SourcePostback
 	return s.Register(ctx, advertiserID, in)

@@ -32,11 +32,11 @@ func TestPostbackTokens(t *testing.T) {
 	in := func(program string) conversions.NewConversion {
 		return conversions.NewConversion{ClickID: e.click(t, program, e.aff, now.Add(-time.Hour)), ExternalID: ids.New("ord"), Amount: "5"}
 	}
-	c, created, err := e.svc.RegisterPostback(ctx, token, in(e.program))
+	c, created, err := e.svc.RegisterPostback(ctx, token, in(e.program), nil)
 	if err != nil || !created || c.Source != conversions.SourcePostback || c.ProgramID != e.program || c.AdvertiserID != e.adv {
 		t.Fatalf("RegisterPostback = %+v, %v, %v", c, created, err)
 	}
-	if _, _, err := e.svc.RegisterPostback(ctx, token, in(second)); !errors.Is(err, conversions.ErrUnknownClick) {
+	if _, _, err := e.svc.RegisterPostback(ctx, token, in(second), nil); !errors.Is(err, conversions.ErrUnknownClick) {
 		t.Fatalf("a click of another program of the same advertiser: %v, want ErrUnknownClick", err)
 	}
 
@@ -49,7 +49,7 @@ func TestPostbackTokens(t *testing.T) {
 		"an API key":                      "ps_" + strings.Repeat("a", 40),
 		"a token for a program with none": "pbt_" + otherProgram[4:] + strings.Repeat("0", 64),
 	} {
-		if _, _, err := e.svc.RegisterPostback(ctx, bad, in(e.program)); !errors.Is(err, conversions.ErrInvalidToken) {
+		if _, _, err := e.svc.RegisterPostback(ctx, bad, in(e.program), nil); !errors.Is(err, conversions.ErrInvalidToken) {
 			t.Errorf("%s: %v, want ErrInvalidToken", name, err)
 		}
 	}
@@ -58,10 +58,10 @@ func TestPostbackTokens(t *testing.T) {
 	if err != nil || rotated == token {
 		t.Fatalf("rotate: %q, %v", rotated, err)
 	}
-	if _, _, err := e.svc.RegisterPostback(ctx, token, in(e.program)); !errors.Is(err, conversions.ErrInvalidToken) {
+	if _, _, err := e.svc.RegisterPostback(ctx, token, in(e.program), nil); !errors.Is(err, conversions.ErrInvalidToken) {
 		t.Fatalf("the replaced token still works: %v", err)
 	}
-	if _, _, err := e.svc.RegisterPostback(ctx, rotated, in(e.program)); err != nil {
+	if _, _, err := e.svc.RegisterPostback(ctx, rotated, in(e.program), nil); err != nil {
 		t.Fatalf("the new token: %v", err)
 	}
 

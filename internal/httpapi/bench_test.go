@@ -8,20 +8,29 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/partnerstream/partnerstream/internal/httpapi"
+	"github.com/partnerstream/partnerstream/internal/ratelimit"
 )
 
 // BenchmarkAPIKeyAuthOverhead measures what API-key authentication adds to a request, over
 // real HTTP on loopback: the same no-op handler is served behind the /api/v1 family (key
-// checked, rate limit counted) and outside it (the baseline), requests alternate between
-// them, and the difference of the latency percentiles is reported.
+// checked, rate limit counted in Postgres as the api does) and outside it (the baseline),
+// requests alternate between them, and the difference of the latency percentiles is
+// reported.
 func BenchmarkAPIKeyAuthOverhead(b *testing.B) {
-	f := newFixture(b)
+	var opts httpapi.Options
+	f := newFixture(b, func(o *httpapi.Options) { opts = *o })
+	opts.Limits = ratelimit.NewPostgres(f.db)
+	opts.RateLimit = httpapi.RateLimit{Requests: 1 << 30, Window: time.Minute}
+	f.srv = httpapi.New(opts)
 	noop := func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusNoContent) }
 	f.srv.App().Get("/api/v1/bench-noop", noop)
 	f.srv.App().Get("/bench-noop", noop)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = f.srv.Run(ctx) }()
+	go f.srv.RunLimits(ctx)
 	addr, err := f.srv.Addr(ctx)
 	if err != nil {
 		b.Fatal(err)

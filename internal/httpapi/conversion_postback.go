@@ -13,7 +13,7 @@ import (
 // ConversionPostbackService is what the server-to-server conversion URL needs
 // (conversions.Service).
 type ConversionPostbackService interface {
-	RegisterPostback(ctx context.Context, token string, in conversions.NewConversion) (conversions.Conversion, bool, error)
+	RegisterPostback(ctx context.Context, token string, in conversions.NewConversion, admit func(programID string) error) (conversions.Conversion, bool, error)
 	RotatePostbackToken(ctx context.Context, advertiserID, programID string) (string, error)
 }
 
@@ -21,13 +21,17 @@ type ConversionPostbackService interface {
 // can only fire a URL (or post a form), and the dashboard route that makes (or replaces) a
 // program's token.
 func (s *Server) MountConversionPostback(svc ConversionPostbackService) {
-	h := conversionPostbackHandlers{svc: svc}
+	h := conversionPostbackHandlers{server: s, svc: svc}
 	s.app.Get("/postback", h.register)
 	s.app.Post("/postback", h.register)
 	s.app.Post("/api/programs/:id/postback-token", advertiserOnly, requireAdminTo("make postback tokens"), h.rotateToken)
 }
 
-type conversionPostbackHandlers struct{ svc ConversionPostbackService }
+type conversionPostbackHandlers struct {
+	// server limits each token's postbacks and throttles wrong tokens like every credential.
+	server *Server
+	svc    ConversionPostbackService
+}
 
 func (h conversionPostbackHandlers) register(c *fiber.Ctx) error {
 	// The token never reaches a log: the error handler logs the path, not the query.
@@ -42,12 +46,23 @@ func (h conversionPostbackHandlers) register(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	conv, created, err := h.svc.RegisterPostback(c.UserContext(), token, conversions.NewConversion{
+	in := conversions.NewConversion{
 		ClickID: param("click_id"), CouponCode: param("coupon_code"), CustomerID: param("customer_id"),
 		ExternalID: param("external_id"), Type: param("type"),
-		Amount: param("amount"), Currency: param("currency"), OccurredAt: at})
+		Amount: param("amount"), Currency: param("currency"), OccurredAt: at}
+	// The budget belongs to the token's program, so it is taken once the token is known to
+	// be valid: a wrong token spends nobody's budget, and counts against its address instead.
+	admit := func(programID string) error { return h.server.postbackLimiter.allow(c, programID) }
+	var conv conversions.Conversion
+	var created bool
+	err = h.server.credential(c, func(c *fiber.Ctx) (err error) {
+		if conv, created, err = h.svc.RegisterPostback(c.UserContext(), token, in, admit); err != nil {
+			return conversionsProblem(c, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return conversionsProblem(c, err)
+		return err
 	}
 	// 200 for a new conversion too: postback senders often treat anything else as failure.
 	return c.JSON(fiber.Map{"id": conv.ID, "external_id": conv.ExternalID, "commission_status": conv.Commission.Status, "created": created,

@@ -107,18 +107,15 @@ func (s *Server) authenticate(c *fiber.Ctx) error {
 	return s.limiter.allow(c, Caller(c).ID())
 }
 
-// credential runs authenticate unless the client address is throttled for failed
-// credentials, and counts a wrong credential against it.
+// credential runs authenticate and counts a wrong credential against the client address:
+// a valid credential is served whatever its address sent before, and only further wrong
+// ones from a throttled address get 429.
 func (s *Server) credential(c *fiber.Ctx, authenticate func(*fiber.Ctx) error) error {
-	ip := clientIP(c, s.clients)
-	if err := s.failedAuth.check(c, ip); err != nil {
-		return err
-	}
 	err := authenticate(c)
 	if err != nil {
-		s.failedAuth.record(ip, err)
+		return s.failedAuth.refuse(c, clientIP(c, s.clients), err)
 	}
-	return err
+	return nil
 }
 
 func (s *Server) authenticateSession(c *fiber.Ctx) error {

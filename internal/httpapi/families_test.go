@@ -253,11 +253,21 @@ func TestAnAddressThatKeepsFailingCredentialsIsThrottled(t *testing.T) {
 			t.Fatalf("GET %s with a wrong credential: %d %s, want %s", w.path, r.status, r.raw, w.code)
 		}
 	}
-	for _, h := range []map[string]string{failures, good, badSession} {
-		r := f.do(t, "GET", "/api/partner-api/me", h, "")
+	for _, w := range []struct {
+		path    string
+		headers map[string]string
+	}{{"/api/partner-api/me", failures}, {"/api/api-keys", badSession}, {"/api/partner-api/me", failures}} {
+		r := f.do(t, "GET", w.path, w.headers, "")
 		if r.status != 429 || r.problem.Code != "too_many_failed_credentials" || r.header.Get("Retry-After") == "" {
-			t.Fatalf("after 3 wrong credentials: %d %v %s, want 429 with Retry-After", r.status, r.header, r.raw)
+			t.Fatalf("a wrong credential after 3: %d %v %s, want 429 with Retry-After", r.status, r.header, r.raw)
 		}
+	}
+	// Whoever else uses the address keeps being served: only wrong credentials are refused.
+	if r := f.do(t, "GET", "/api/partner-api/me", good, ""); r.status != 200 {
+		t.Fatalf("a valid key from the throttled address: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "GET", "/api/api-keys", f.dashboardAs(identity.Advertiser, "owner"), ""); r.status != 200 {
+		t.Fatalf("a valid session from the throttled address: %d %s", r.status, r.raw)
 	}
 	if got := counterValue(t, "partnerstream_credential_throttled_total") - throttled; got != 3 {
 		t.Errorf("the throttled counter grew by %v, want 3", got)
@@ -265,7 +275,7 @@ func TestAnAddressThatKeepsFailingCredentialsIsThrottled(t *testing.T) {
 	mu.Lock()
 	now = now.Add(time.Minute)
 	mu.Unlock()
-	if r := f.do(t, "GET", "/api/partner-api/me", good, ""); r.status != 200 {
-		t.Fatalf("a minute later: %d %s", r.status, r.raw)
+	if r := f.do(t, "GET", "/api/partner-api/me", failures, ""); r.status != 401 {
+		t.Fatalf("a wrong key a minute later: %d %s, want 401", r.status, r.raw)
 	}
 }

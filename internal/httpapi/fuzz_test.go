@@ -51,7 +51,7 @@ var goTypeWords = regexp.MustCompile(`httpapi\.|programs\.|fuzz|int64|float64|\[
 
 type fuzzPostbacks struct{ got *conversions.NewConversion }
 
-func (f *fuzzPostbacks) RegisterPostback(_ context.Context, token string, in conversions.NewConversion) (conversions.Conversion, bool, error) {
+func (f *fuzzPostbacks) RegisterPostback(_ context.Context, token string, in conversions.NewConversion, _ func(string) error) (conversions.Conversion, bool, error) {
 	if token == "" {
 		panic("RegisterPostback without a token")
 	}

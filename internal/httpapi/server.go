@@ -23,6 +23,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/metrics"
+	"github.com/partnerstream/partnerstream/internal/ratelimit"
 )
 
 // BodyLimit caps request bodies; larger ones get a 413 problem.
@@ -46,9 +47,16 @@ type Options struct {
 	Idempotency IdempotencyStore
 	// RateLimit per credential; zero Requests disables it.
 	RateLimit RateLimit
-	// FailedAuthLimit is how many wrong API keys or session tokens an address may send per
-	// minute before its credentialed requests get 429 for the rest of the minute; 0 disables.
+	// PostbackLimit is the budget of each postback token (GET and POST /postback); zero
+	// Requests disables it.
+	PostbackLimit RateLimit
+	// FailedAuthLimit is how many wrong credentials (API keys, session tokens, postback
+	// tokens) an address may send per minute before its further wrong ones get 429 for the
+	// rest of the minute; valid credentials are always served. 0 disables.
 	FailedAuthLimit int
+	// Limits is where the api replicas share their rate-limit counts
+	// (ratelimit.NewPostgres); nil counts in this process only, a budget per replica.
+	Limits ratelimit.Store
 	// TrustedProxies are the proxies whose X-Forwarded-For names the client; with
 	// ProxyProtocol, they may also open their connections with a PROXY protocol header.
 	TrustedProxies clientaddr.Trusted
@@ -64,9 +72,12 @@ type Server struct {
 	keys     KeyAuthenticator
 	sessions SessionAuthenticator
 	idem     IdempotencyStore
-	limiter  *limiter
-	// failedAuth throttles addresses that send wrong credentials.
-	failedAuth *failedAuth
+	// limiter is the per-credential budget and postbackLimiter the per-token one (nil: off);
+	// failedAuth throttles addresses that send wrong credentials. All count in limitStore.
+	limiter         *limiter
+	postbackLimiter *limiter
+	failedAuth      *failedAuth
+	limitStore      ratelimit.Store
 	// clients decides a request's client address (clientIP); proxyProtocol wraps the
 	// listener for the PROXY protocol.
 	clients       clientaddr.Trusted
@@ -102,8 +113,13 @@ func New(o Options) *Server {
 	if o.Keys == nil {
 		o.Keys = noKeys{}
 	}
+	if o.Limits == nil {
+		o.Limits = ratelimit.NewMemory()
+	}
 	s := &Server{app: app, addr: o.Addr, log: o.Log, keys: o.Keys, sessions: o.Sessions, idem: o.Idempotency,
-		limiter: newLimiter(o.RateLimit, o.Now), failedAuth: newFailedAuth(o.FailedAuthLimit, o.Now),
+		limiter:         newLimiter(o.Limits, scopeCredential, "this credential", o.RateLimit, o.Now),
+		postbackLimiter: newLimiter(o.Limits, scopePostback, "this postback token", o.PostbackLimit, o.Now),
+		failedAuth:      newFailedAuth(o.Limits, o.FailedAuthLimit, o.Now), limitStore: o.Limits,
 		clients: o.TrustedProxies, proxyProtocol: o.ProxyProtocol, bound: make(chan string, 1)}
 	app.Use(s.recover, requestID, observe, s.families)
 	app.Get("/healthz", func(c *fiber.Ctx) error {

@@ -132,9 +132,9 @@ func New(o Options) (*Service, error) {
 	}
 	s.consumers = []runner{s.clicks, conversions, newClickWatcher(w, o), visitorDays{w: w, log: o.Log}}
 	if o.Health != nil {
-		conn, brokers := o.ClickHouse, o.Kafka.Brokers
+		conn, kcfg := o.ClickHouse, o.Kafka
 		o.Health.Add("clickhouse", func(ctx context.Context) error { return chstore.Ping(ctx, conn) })
-		o.Health.Add("kafka", func(ctx context.Context) error { return kafka.Ping(ctx, brokers) })
+		o.Health.Add("kafka", func(ctx context.Context) error { return kafka.Ping(ctx, kcfg) })
 		o.Health.Add("ingest", s.check)
 	}
 	return s, nil

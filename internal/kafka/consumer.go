@@ -115,7 +115,7 @@ func NewConsumer(cfg Config, o ConsumerOptions) (*Consumer, error) {
 // after ctx ends it does so for the generation in hand and leaves the group.
 func (c *Consumer) Run(ctx context.Context, assigned func(*Session) Claim) error {
 	group, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
-		ID: c.o.Group, Brokers: c.cfg.Brokers, Dialer: newDialer(c.cfg.clientID()), Topics: []string{c.o.Topic},
+		ID: c.o.Group, Brokers: c.cfg.Brokers, Dialer: c.cfg.dialer(), Topics: []string{c.o.Topic},
 		HeartbeatInterval: heartbeatInterval, SessionTimeout: sessionTimeout, RebalanceTimeout: rebalanceTimeout,
 		JoinGroupBackoff: time.Second, WatchPartitionChanges: true, StartOffset: kafkago.FirstOffset,
 		// Committed offsets must outlive the messages (kafka-go asks for 24 h), or a topic idle

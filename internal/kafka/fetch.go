@@ -135,7 +135,7 @@ func (f *fetcher) fetch(ctx context.Context, offset int64, claim Claim) (int64, 
 // connect dials the partition's leader and positions the connection at offset, resolved.
 func (f *fetcher) connect(ctx context.Context, offset int64) (int64, error) {
 	var errs []error
-	d := newDialer(f.c.cfg.clientID())
+	d := f.c.cfg.dialer()
 	for _, broker := range f.c.cfg.Brokers {
 		conn, err := d.DialLeader(ctx, "tcp", broker, f.c.o.Topic, f.partition)
 		if err != nil {

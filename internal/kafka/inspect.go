@@ -23,7 +23,7 @@ const inspectTimeout = 10 * time.Second
 // client is a kafka-go client for one inspection; done closes its connections, which would
 // otherwise stay open, each with its goroutines.
 func (c Config) client() (client *kafkago.Client, done func()) {
-	t := &kafkago.Transport{ClientID: c.clientID(), DialTimeout: dialTimeout}
+	t := c.transport()
 	return &kafkago.Client{Addr: kafkago.TCP(c.Brokers...), Timeout: inspectTimeout, Transport: t}, t.CloseIdleConnections
 }
 

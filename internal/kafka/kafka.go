@@ -45,12 +45,19 @@ type Config struct {
 	Partitions int
 	// ReplicationFactor must not exceed the number of brokers (1 for the embedded broker).
 	ReplicationFactor int
+	// MinInsyncReplicas is the topic config min.insync.replicas of the topics created: how
+	// many replicas must hold a record before an acks=all produce succeeds. 0 takes
+	// ReplicationFactor-1, at least 1 and at most 2: one broker may be down and a record
+	// acknowledged is still on two brokers whenever there are three or more.
+	MinInsyncReplicas int
 	// Retention is how long the brokers keep messages (topic config retention.ms).
 	Retention time.Duration
 	// ClientID identifies the component to the brokers; DefaultClientID when empty.
 	ClientID string
 	// Compression of produced record batches: none (the default), gzip, snappy, lz4 or zstd.
 	Compression string
+	// Security is TLS and SASL (NewSecurity); nil is plaintext without authentication.
+	Security *Security
 }
 
 // Compressions are the values Config.Compression takes.
@@ -83,6 +90,10 @@ func (c Config) Validate() error {
 	if c.ReplicationFactor < 1 {
 		errs = append(errs, fmt.Errorf("kafka: replication factor: must be at least 1, got %d", c.ReplicationFactor))
 	}
+	if c.MinInsyncReplicas < 0 || c.MinInsyncReplicas > max(c.ReplicationFactor, 1) {
+		errs = append(errs, fmt.Errorf("kafka: min insync replicas: must be between 0 (automatic) and the replication factor %d, got %d",
+			c.ReplicationFactor, c.MinInsyncReplicas))
+	}
 	if c.Retention <= 0 {
 		errs = append(errs, fmt.Errorf("kafka: retention: must be positive, got %s", c.Retention))
 	}
@@ -113,15 +124,19 @@ func (c Config) clientID() string {
 	return c.ClientID
 }
 
-func newDialer(clientID string) *kafkago.Dialer {
-	return &kafkago.Dialer{ClientID: clientID, Timeout: dialTimeout, DualStack: true}
+// minInsyncReplicas is MinInsyncReplicas with 0 resolved.
+func (c Config) minInsyncReplicas() int {
+	if c.MinInsyncReplicas > 0 {
+		return c.MinInsyncReplicas
+	}
+	return min(max(c.ReplicationFactor-1, 1), 2)
 }
 
-// Ping checks that Kafka answers: it dials the brokers in turn and reads the cluster
-// metadata from the first that accepts. It is the /readyz probe, so it is bounded by ctx and
-// a refused connection fails at once rather than retrying.
-func Ping(ctx context.Context, brokers []string) error {
-	conn, err := dialAny(ctx, newDialer(DefaultClientID), brokers)
+// Ping checks that Kafka answers: it dials cfg's brokers in turn (with its TLS and SASL) and
+// reads the cluster metadata from the first that accepts. It is the /readyz probe, so it is
+// bounded by ctx and a refused connection fails at once rather than retrying.
+func Ping(ctx context.Context, cfg Config) error {
+	conn, err := dialAny(ctx, cfg.dialer(), cfg.Brokers)
 	if err != nil {
 		return err
 	}

@@ -183,7 +183,7 @@ func TestEnsureTopicsRejectsInvalidConfigBeforeDialing(t *testing.T) {
 
 func TestPingFailsFastOnClosedPort(t *testing.T) {
 	start := time.Now()
-	err := kafka.Ping(testContext(t, 10*time.Second), []string{"127.0.0.1:1"})
+	err := kafka.Ping(testContext(t, 10*time.Second), kafka.Config{Brokers: []string{"127.0.0.1:1"}})
 	if err == nil {
 		t.Fatal("Ping on a closed port succeeded")
 	}
@@ -198,7 +198,7 @@ func TestPingFailsFastOnClosedPort(t *testing.T) {
 func TestPingSucceedsOnBroker(t *testing.T) {
 	brokers := testenv.Kafka(t)
 	// A dead first address must not hide a live second one.
-	if err := kafka.Ping(testContext(t, 10*time.Second), append([]string{"127.0.0.1:1"}, brokers...)); err != nil {
+	if err := kafka.Ping(testContext(t, 10*time.Second), kafka.Config{Brokers: append([]string{"127.0.0.1:1"}, brokers...)}); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
 }
@@ -221,7 +221,7 @@ func TestPingIsBoundedByContextWhenTheBrokerNeverAnswers(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	err = kafka.Ping(testContext(t, 300*time.Millisecond), []string{ln.Addr().String()})
+	err = kafka.Ping(testContext(t, 300*time.Millisecond), kafka.Config{Brokers: []string{ln.Addr().String()}})
 	if err == nil {
 		t.Fatal("Ping on a silent broker succeeded")
 	}
@@ -236,7 +236,7 @@ func TestPingIsBoundedByContextWhenTheBrokerNeverAnswers(t *testing.T) {
 func TestPingHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := kafka.Ping(ctx, testenv.Kafka(t)); !errors.Is(err, context.Canceled) {
+	if err := kafka.Ping(ctx, kafka.Config{Brokers: testenv.Kafka(t)}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Ping with a canceled context = %v, want context.Canceled", err)
 	}
 }

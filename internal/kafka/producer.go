@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"sync"
 	"time"
 
@@ -81,8 +80,7 @@ func NewProducer(cfg Config, topic string, o ProducerOptions) *Producer {
 	if o.BackoffMax < o.BackoffMin {
 		o.BackoffMax = max(250*time.Millisecond, o.BackoffMin)
 	}
-	d := &net.Dialer{Timeout: dialTimeout}
-	t := &kafkago.Transport{Dial: d.DialContext, DialTimeout: dialTimeout, ClientID: cfg.clientID()}
+	t := cfg.transport()
 	return &Producer{
 		client: &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Transport: t}, closeConns: t.CloseIdleConnections,
 		topic: topic, compression: cfg.compression(), o: o, latency: ProduceDuration.WithLabelValues(topic),

@@ -30,7 +30,7 @@ func EnsureTopics(ctx context.Context, cfg Config, topics ...string) error {
 	if len(topics) == 0 {
 		return nil
 	}
-	d := newDialer(cfg.clientID())
+	d := cfg.dialer()
 	conn, err := dialAny(ctx, d, cfg.Brokers)
 	if err != nil {
 		return err
@@ -49,13 +49,18 @@ func EnsureTopics(ctx context.Context, cfg Config, topics ...string) error {
 	}
 	defer ctrlConn.Close()
 
-	retention := strconv.FormatInt(cfg.Retention.Milliseconds(), 10)
+	configs := []kafkago.ConfigEntry{
+		{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(cfg.Retention.Milliseconds(), 10)},
+		// Producers write with acks=all; without this a leader alone in its ISR would
+		// acknowledge, and losing it would lose records the outbox already marked published.
+		{ConfigName: "min.insync.replicas", ConfigValue: strconv.Itoa(cfg.minInsyncReplicas())},
+	}
 	for _, t := range topics {
 		tc := kafkago.TopicConfig{
 			Topic:             t,
 			NumPartitions:     cfg.Partitions,
 			ReplicationFactor: cfg.ReplicationFactor,
-			ConfigEntries:     []kafkago.ConfigEntry{{ConfigName: "retention.ms", ConfigValue: retention}},
+			ConfigEntries:     configs,
 		}
 		// One topic per request so the error names the topic that failed; kafka-go already
 		// treats TOPIC_ALREADY_EXISTS as success, which is what makes this idempotent.

@@ -611,3 +611,56 @@ func TestPruneDeletesOnlyRowsPastEveryWindow(t *testing.T) {
 		t.Fatal("Prune deleted a recent code")
 	}
 }
+
+// The limits live in Postgres and nothing of them in a Service: two api replicas (two
+// services, each with its own pool on one database) asked at once give one budget per
+// address and per IP, not one per replica.
+func TestLimitsHoldAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	if err := pgstore.Migrate(ctx, dsn, nil); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	m, inbox := smtpMailer(t)
+	c := testenv.NewClock()
+	var replicas []*magiccode.Service
+	for range 2 {
+		pool, err := pgstore.Open(ctx, dsn)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(pool.Close)
+		replicas = append(replicas, service(t, pool, m, c, func(o *magiccode.Options) {
+			o.PerAddressLimit = magiccode.Limit{Max: 3, Window: 15 * time.Minute}
+			o.PerIPLimit = magiccode.Limit{Max: 4, Window: 15 * time.Minute}
+		}))
+	}
+	// sent asks for 12 codes at once, alternating between the replicas, and counts the sent.
+	sent := func(email func(i int) string, ip func(i int) string) int {
+		errs := make(chan error, 12)
+		var wg sync.WaitGroup
+		for i := range 12 {
+			wg.Go(func() { errs <- replicas[i%2].Request(ctx, email(i), ip(i), "en") })
+		}
+		wg.Wait()
+		close(errs)
+		n := 0
+		for err := range errs {
+			var rl *magiccode.RateLimitError
+			switch {
+			case err == nil:
+				n++
+			case !errors.As(err, &rl):
+				t.Errorf("Request = %v", err)
+			}
+		}
+		return n
+	}
+	if n := sent(func(int) string { return "nora@example.com" }, func(i int) string { return fmt.Sprintf("198.51.100.%d", i+1) }); n != 3 || inbox.Count("nora@example.com") != 3 {
+		t.Errorf("one address from 12 IPs through 2 replicas: %d sent, %d e-mails; want 3", n, inbox.Count("nora@example.com"))
+	}
+	if n := sent(func(i int) string { return fmt.Sprintf("oscar%d@example.com", i) }, func(int) string { return "192.0.2.44" }); n != 4 {
+		t.Errorf("one IP for 12 addresses through 2 replicas: %d sent, want 4", n)
+	}
+}

@@ -90,7 +90,8 @@ func newStack(t testing.TB) *stack {
 		s.metrics[name] = testenv.FreeAddr(t)
 		return []string{"--metrics-addr", s.metrics[name], "--log-level", "info", "--shutdown-timeout", "10s"}
 	}
-	kafka := []string{"--kafka-brokers", s.kafkaAddr, "--kafka-partitions", "3"}
+	// One embedded broker: replication factor 1, not the production default of 3.
+	kafka := []string{"--kafka-brokers", s.kafkaAddr, "--kafka-partitions", "3", "--kafka-replication-factor", "1"}
 	ch := []string{"--clickhouse-addr", s.chProxy.addr(), "--clickhouse-database", chDB}
 	s.clickIDKeys = "c1:" + randomKey(t)
 	pg := []string{"--postgres-url", proxiedPG}

@@ -21,6 +21,11 @@
 {{- printf "%s-click-ids" (include "partnerstream.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* Where the Secret of kafka.tls is mounted in the components that talk to Kafka. */}}
+{{- define "partnerstream.kafkaTLSDir" -}}
+/etc/partnerstream/kafka-tls
+{{- end }}
+
 {{/* The name of a component's objects: (dict "root" $ "component" "api"). */}}
 {{- define "partnerstream.componentName" -}}
 {{- printf "%s-%s" (include "partnerstream.fullname" .root | trunc 52 | trimSuffix "-") .component }}
@@ -90,7 +95,23 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_KAFKA_BROKERS, commands: [api, ingest, deliver], setting: {{ toJson $v.kafka.brokers }}}
 - {env: PARTNERSTREAM_KAFKA_PARTITIONS, commands: [api, ingest, deliver], value: {{ int64 $v.kafka.partitions | toString | toJson }}}
 - {env: PARTNERSTREAM_KAFKA_REPLICATION_FACTOR, commands: [api, ingest, deliver], value: {{ int64 $v.kafka.replicationFactor | toString | toJson }}}
+- {env: PARTNERSTREAM_KAFKA_MIN_INSYNC_REPLICAS, commands: [api, ingest, deliver], value: {{ int64 $v.kafka.minInsyncReplicas | toString | toJson }}}
 - {env: PARTNERSTREAM_KAFKA_RETENTION, commands: [api, ingest, deliver], value: {{ toJson $v.kafka.retention }}}
+- {env: PARTNERSTREAM_KAFKA_COMPRESSION, commands: [api, ingest, deliver], value: {{ toJson $v.kafka.compression }}}
+- {env: PARTNERSTREAM_KAFKA_TLS, commands: [api, ingest, deliver], value: {{ ternary "true" "" $v.kafka.tls.enabled | toJson }}}
+- {env: PARTNERSTREAM_KAFKA_TLS_SERVER_NAME, commands: [api, ingest, deliver], value: {{ toJson $v.kafka.tls.serverName }}}
+{{- with $v.kafka.tls }}
+{{- if .secretName }}
+{{- range $flag, $key := dict "CA" .caKey "CERT" .certKey "KEY" .keyKey }}
+{{- if $key }}
+- {env: PARTNERSTREAM_KAFKA_TLS_{{ $flag }}_FILE, commands: [api, ingest, deliver], value: {{ printf "%s/%s" (include "partnerstream.kafkaTLSDir" $) $key | toJson }}}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+- {env: PARTNERSTREAM_KAFKA_SASL_MECHANISM, commands: [api, ingest, deliver], value: {{ toJson $v.kafka.sasl.mechanism }}}
+- {env: PARTNERSTREAM_KAFKA_SASL_USERNAME, commands: [api, ingest, deliver], setting: {{ toJson $v.kafka.sasl.username }}}
+- {env: PARTNERSTREAM_KAFKA_SASL_PASSWORD, commands: [api, ingest, deliver], setting: {{ toJson $v.kafka.sasl.password }}}
 - {env: PARTNERSTREAM_NAMESPACE, commands: [api, controller, deliver], value: {{ include "partnerstream.webhookNamespace" . | toJson }}}
 - {env: PARTNERSTREAM_LEADER_ELECT, commands: [controller], value: "true"}
 - {env: PARTNERSTREAM_HTTP_ADDR, commands: [api], value: {{ printf ":%d" (int64 $v.api.port) | toJson }}}
@@ -100,6 +121,7 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_CLICK_SPOOL_MAX_BYTES, commands: [api], value: {{ int64 $v.api.clickSpool.maxBytes | toString | toJson }}}
 - {env: PARTNERSTREAM_RATE_LIMIT_REQUESTS, commands: [api], value: {{ int64 $v.api.rateLimitRequests | toString | toJson }}}
 - {env: PARTNERSTREAM_RATE_LIMIT_WINDOW, commands: [api], value: {{ toJson $v.api.rateLimitWindow }}}
+- {env: PARTNERSTREAM_POSTBACK_RATE_LIMIT_REQUESTS, commands: [api], value: {{ int64 $v.api.postbackRateLimitRequests | toString | toJson }}}
 - {env: PARTNERSTREAM_FAILED_AUTH_LIMIT, commands: [api], value: {{ int64 $v.api.failedAuthLimit | toString | toJson }}}
 - {env: PARTNERSTREAM_OPERATOR_COMPANIES, commands: [api], value: {{ join "," $v.api.operatorCompanies | toJson }}}
 - {env: PARTNERSTREAM_TRUSTED_PROXIES, commands: [api], value: {{ join "," $v.api.trustedProxies | toJson }}}

@@ -4,8 +4,12 @@
 // Production never uses it; there the components point at a real Kafka cluster through
 // their configuration.
 //
-// The broker is a single node (so topics need replication factor 1), has no
-// authentication, and therefore listens on loopback only. Topics are not auto-created,
+// By default the broker is a single node (so topics need replication factor 1) without TLS
+// or authentication, and therefore listens on loopback only. Options can make it a cluster
+// of several brokers (to create topics with replication factor 3), serve TLS, and require
+// SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512): what the tests of those settings run against.
+// Its replicas are bookkeeping only (one process holds every copy), so it proves that
+// topics are created and written as configured, not that a lost broker loses nothing. Topics are not auto-created,
 // exactly like a production cluster configured for PartnerStream: run kafka.EnsureTopics
 // first. With a DataDir it persists topics, messages and committed group offsets across a
 // Close and Start on the same directory; without one everything lives in memory.
@@ -17,6 +21,7 @@ package embedded
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +53,19 @@ type Options struct {
 	// Logger receives kfake's logs; nil discards them. kfake logs every request at its info
 	// level, so that level is mapped to slog Debug.
 	Logger *slog.Logger
+	// Brokers is how many brokers the cluster has (default 1). They listen on consecutive
+	// ports from Addr's, or on free ports when it is 0.
+	Brokers int
+	// TLS makes every broker serve TLS with this configuration (its Certificates).
+	TLS *tls.Config
+	// Users turns SASL on: a client must authenticate as one of them.
+	Users []User
+}
+
+// User is a SASL user of the embedded broker.
+type User struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism, Name, Password string
 }
 
 // Broker is a running embedded broker.
@@ -63,9 +81,19 @@ func Start(opts Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	n := max(opts.Brokers, 1)
+	ports := make([]int, n)
+	for i := range ports {
+		if port != 0 {
+			ports[i] = port + i
+		}
+	}
+	if ports[n-1] > 65535 {
+		return nil, fmt.Errorf("embedded: %d brokers from port %d run past port 65535", n, port)
+	}
 	kopts := []kfake.Opt{
-		kfake.NumBrokers(1),
-		kfake.Ports(port),
+		kfake.NumBrokers(n),
+		kfake.Ports(ports...),
 		// kfake binds 127.0.0.1 today; binding it ourselves keeps the loopback-only
 		// guarantee independent of kfake's default.
 		kfake.ListenFn(func(network, address string) (net.Listener, error) {
@@ -78,6 +106,21 @@ func Start(opts Options) (*Broker, error) {
 	}
 	if opts.Logger != nil {
 		kopts = append(kopts, kfake.WithLogger(slogAdapter{opts.Logger}))
+	}
+	if opts.TLS != nil {
+		kopts = append(kopts, kfake.TLS(opts.TLS))
+	}
+	if len(opts.Users) > 0 {
+		kopts = append(kopts, kfake.EnableSASL())
+		for _, u := range opts.Users {
+			switch u.Mechanism {
+			case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+			default:
+				return nil, fmt.Errorf("embedded: user %q: mechanism %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", u.Name, u.Mechanism)
+			}
+			// Superusers: ACLs are off, and a plain user would be refused everything.
+			kopts = append(kopts, kfake.Superuser(u.Mechanism, u.Name, u.Password))
+		}
 	}
 
 	unlock := func() {}
@@ -101,8 +144,8 @@ func Start(opts Options) (*Broker, error) {
 	return &Broker{cluster: cluster, unlock: unlock}, nil
 }
 
-// Addrs returns the host:port the broker listens on, with the real port when Addr asked
-// for port 0. Pass it as kafka.Config.Brokers.
+// Addrs returns the host:port of each broker, with the real ports when Addr asked for port
+// 0. Pass them as kafka.Config.Brokers.
 func (b *Broker) Addrs() []string { return b.cluster.ListenAddrs() }
 
 // Close stops the broker and, with a DataDir, flushes its state to disk; a later Start on

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS rate_limit_counters;
