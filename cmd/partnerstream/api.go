@@ -73,7 +73,7 @@ func newAPICmd() *cobra.Command {
 			if err := p.connectKafka(ctx, &s.kafka, "partnerstream-api"); err != nil {
 				return err
 			}
-			deps, err := newAuth(ctx, p, &s.auth, s.api.BaseURL, false)
+			deps, err := newAuth(ctx, p, &s.auth, s.api.BaseURL, relayMissing)
 			if err != nil {
 				return err
 			}

@@ -85,9 +85,17 @@ func (d *authDeps) prune(ctx context.Context) error {
 	return nil
 }
 
-// newAuth builds sessions, magic codes and social sign-in. devMail logs codes when no SMTP
-// relay is configured (dev); otherwise e-mail sign-in is off without one.
-func newAuth(ctx context.Context, p *platform, a *authSettings, baseURL string, devMail bool) (*authDeps, error) {
+// noRelay is what newAuth does about sign-in codes when no SMTP relay is configured.
+type noRelay int
+
+const (
+	relayMissing noRelay = iota // e-mail sign-in is off, and the log says so (api)
+	relayLog                    // codes go to the log (dev)
+	relayUnused                 // the command signs nobody in (seed): nothing to say
+)
+
+// newAuth builds sessions, magic codes and social sign-in.
+func newAuth(ctx context.Context, p *platform, a *authSettings, baseURL string, without noRelay) (*authDeps, error) {
 	keys, err := session.ParseKeys(a.session.Keys)
 	if err != nil {
 		return nil, config.Invalid("session-keys", err)
@@ -103,9 +111,9 @@ func newAuth(ctx context.Context, p *platform, a *authSettings, baseURL string, 
 		if m, err = mailer.NewSMTP(mailer.SMTPConfig{Host: a.smtp.Host, Port: a.smtp.Port, TLS: a.smtp.TLS, Username: a.smtp.Username, Password: a.smtp.Password, From: a.smtp.From}); err != nil {
 			return nil, config.Invalid("smtp-host", err)
 		}
-	case devMail:
+	case without == relayLog:
 		m = mailer.NewLog(p.componentLog("mail"))
-	default:
+	case without == relayMissing:
 		p.log.Warn("no --smtp-host: e-mail sign-in codes are disabled")
 	}
 	if m != nil {

@@ -95,7 +95,7 @@ func newDevCmd() *cobra.Command {
 					return err
 				}
 			}
-			deps, err := newAuth(ctx, p, auth, api.BaseURL, true)
+			deps, err := newAuth(ctx, p, auth, api.BaseURL, relayLog)
 			if err != nil {
 				return err
 			}

@@ -45,7 +45,7 @@ func newSeedCmd() *cobra.Command {
 			if err := p.openPostgres(ctx, &postgres); err != nil {
 				return err
 			}
-			deps, err := newAuth(ctx, p, &auth, api.BaseURL, false)
+			deps, err := newAuth(ctx, p, &auth, api.BaseURL, relayUnused)
 			if err != nil {
 				return err
 			}
