@@ -24,7 +24,10 @@ type Partnership struct {
 	ProgramID    string `json:"program_id"`
 	AffiliateID  string `json:"affiliate_id"`
 	AdvertiserID string `json:"advertiser_id"`
-	Status       string `json:"status"`
+	// The names of both companies: each side of a partnership may see the other's name.
+	AffiliateName  string `json:"affiliate_name"`
+	AdvertiserName string `json:"advertiser_name"`
+	Status         string `json:"status"`
 	// Message is the affiliate's note to the advertiser when applying.
 	Message string `json:"message"`
 	// Currency is the program's, in which a fixed override is written.
@@ -54,7 +57,8 @@ type PartnershipPatch struct {
 }
 
 const partnershipColumns = `s.id, s.program_id, s.affiliate_id, s.advertiser_id, s.status, s.message, s.commission_type,
-	s.commission_value, p.currency, s.created_at, s.updated_at, s.recurring_months, s.recurring_lifetime`
+	s.commission_value, p.currency, s.created_at, s.updated_at, s.recurring_months, s.recurring_lifetime,
+	(SELECT name FROM companies WHERE id = s.affiliate_id), (SELECT name FROM companies WHERE id = s.advertiser_id)`
 
 func scanPartnership(row pgx.CollectableRow) (Partnership, error) {
 	var (
@@ -65,7 +69,7 @@ func scanPartnership(row pgx.CollectableRow) (Partnership, error) {
 		lifetime bool
 	)
 	err := row.Scan(&p.ID, &p.ProgramID, &p.AffiliateID, &p.AdvertiserID, &p.Status, &p.Message, &ruleType, &value, &p.Currency,
-		&p.CreatedAt, &p.UpdatedAt, &months, &lifetime)
+		&p.CreatedAt, &p.UpdatedAt, &months, &lifetime, &p.AffiliateName, &p.AdvertiserName)
 	if ruleType != nil && value != nil {
 		p.Commission = &Rule{Type: *ruleType, Value: *value, Currency: p.Currency, Recurring: RecurringFrom(months, lifetime)}
 	}
@@ -140,7 +144,12 @@ func (s *Service) Apply(ctx context.Context, a Actor, in ApplyInput) (Partnershi
 			return err
 		}
 		created = true
-		return writeCreatedEvent(ctx, tx, out)
+		if err := writeCreatedEvent(ctx, tx, out); err != nil {
+			return err
+		}
+		// Read back for the companies' names.
+		out, err = queryOne(ctx, tx, "partnership", existing, args, scanPartnership)
+		return err
 	})
 	if err != nil {
 		return Partnership{}, false, err
