@@ -68,24 +68,26 @@ const (
 
 // Conversion is a registered conversion with its commission.
 type Conversion struct {
-	ID            string
-	ProgramID     string
-	AdvertiserID  string
-	AffiliateID   string
-	PartnershipID string // empty when the partnership no longer exists
-	LinkID        string // the click's fields: empty (zero) unless a click won
-	ClickID       string
-	PromotionID   string
-	Sub1          string
-	ClickedAt     time.Time
-	ExternalID    string
-	Type          string
-	Amount        int64 // minor units of Currency, the program's (converted when Exchange is set)
-	Currency      string
-	OccurredAt    time.Time
-	Metadata      json.RawMessage // a JSON object
-	Source        string
-	CreatedAt     time.Time
+	ID           string
+	ProgramID    string
+	AdvertiserID string
+	AffiliateID  string
+	// The companies' names, read with the conversion (empty in what Register builds).
+	AdvertiserName, AffiliateName string
+	PartnershipID                 string // empty when the partnership no longer exists
+	LinkID                        string // the click's fields: empty (zero) unless a click won
+	ClickID                       string
+	PromotionID                   string
+	Sub1                          string
+	ClickedAt                     time.Time
+	ExternalID                    string
+	Type                          string
+	Amount                        int64 // minor units of Currency, the program's (converted when Exchange is set)
+	Currency                      string
+	OccurredAt                    time.Time
+	Metadata                      json.RawMessage // a JSON object
+	Source                        string
+	CreatedAt                     time.Time
 	// Exchange is the snapshot of a conversion reported in another currency; nil otherwise.
 	Exchange   *Exchange
 	Commission Commission
@@ -444,7 +446,8 @@ func (s *Service) Get(ctx context.Context, v Viewer, id string) (Conversion, err
 
 const conversionColumns = `v.id, v.program_id, v.advertiser_id, v.affiliate_id, COALESCE(v.partnership_id, ''),
 	v.link_id, v.click_id, v.promotion_id, v.sub1, v.clicked_at, v.external_id, v.type, v.amount, v.currency,
-	v.occurred_at, v.metadata, v.source, v.created_at, v.attribution, v.coupon_code, v.customer_id, ` + commissionColumns
+	v.occurred_at, v.metadata, v.source, v.created_at, v.attribution, v.coupon_code, v.customer_id,
+	(SELECT name FROM companies WHERE id = v.advertiser_id), (SELECT name FROM companies WHERE id = v.affiliate_id), ` + commissionColumns
 
 func scanConversion(row pgx.Row) (Conversion, error) {
 	var c Conversion
@@ -452,7 +455,8 @@ func scanConversion(row pgx.Row) (Conversion, error) {
 	var clickedAt *time.Time
 	dst := append([]any{&c.ID, &c.ProgramID, &c.AdvertiserID, &c.AffiliateID, &c.PartnershipID, &c.LinkID,
 		&c.ClickID, &c.PromotionID, &c.Sub1, &clickedAt, &c.ExternalID, &c.Type, &c.Amount, &c.Currency,
-		&c.OccurredAt, &meta, &c.Source, &c.CreatedAt, &c.Attribution, &c.CouponCode, &c.CustomerID}, c.Commission.targets()...)
+		&c.OccurredAt, &meta, &c.Source, &c.CreatedAt, &c.Attribution, &c.CouponCode, &c.CustomerID,
+		&c.AdvertiserName, &c.AffiliateName}, c.Commission.targets()...)
 	if err := row.Scan(dst...); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return Conversion{}, ErrNotFound

@@ -39,17 +39,19 @@ var ErrNoCommissions = errors.New("no approved commission is waiting for a payou
 // Payout gathers an affiliate's approved commissions of one advertiser, in one currency,
 // whose conversions occurred in [PeriodStart, PeriodEnd).
 type Payout struct {
-	ID              string
-	AdvertiserID    string
-	AffiliateID     string
-	Currency        string
-	PeriodStart     time.Time
-	PeriodEnd       time.Time
-	Amount          int64 // the exact sum of the commissions, minor units of Currency
-	CommissionCount int
-	Status          string
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	ID           string
+	AdvertiserID string
+	AffiliateID  string
+	// The companies' names: each side of a payout may see the other's.
+	AdvertiserName, AffiliateName string
+	Currency                      string
+	PeriodStart                   time.Time
+	PeriodEnd                     time.Time
+	Amount                        int64 // the exact sum of the commissions, minor units of Currency
+	CommissionCount               int
+	Status                        string
+	CreatedAt                     time.Time
+	UpdatedAt                     time.Time
 }
 
 // NewPayout is a request to gather commissions into a payout.
@@ -111,10 +113,10 @@ func (s *Service) CreatePayout(ctx context.Context, advertiserID string, in NewP
 			return ErrNoCommissions
 		}
 		p.CommissionCount = len(gathered)
-		if _, err := tx.Exec(ctx, `INSERT INTO payouts (id, advertiser_id, affiliate_id, currency, period_start,
+		if err := tx.QueryRow(ctx, `INSERT INTO payouts (id, advertiser_id, affiliate_id, currency, period_start,
 			period_end, amount, commission_count, status, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`, p.ID, p.AdvertiserID, p.AffiliateID, p.Currency,
-			p.PeriodStart, p.PeriodEnd, p.Amount, p.CommissionCount, p.Status, now); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) RETURNING `+payoutNames, p.ID, p.AdvertiserID, p.AffiliateID, p.Currency,
+			p.PeriodStart, p.PeriodEnd, p.Amount, p.CommissionCount, p.Status, now).Scan(&p.AdvertiserName, &p.AffiliateName); err != nil {
 			return fmt.Errorf("insert payout: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE commissions SET payout_id = $1, updated_at = $2 WHERE id = ANY($3)`,
@@ -196,12 +198,15 @@ func (s *Service) Payouts(ctx context.Context, v Viewer, f PayoutFilter, p page.
 }
 
 const payoutColumns = `id, advertiser_id, affiliate_id, currency, period_start, period_end, amount, commission_count,
-	status, created_at, updated_at`
+	status, created_at, updated_at, ` + payoutNames
+
+// payoutNames are the names of a payouts row's two companies.
+const payoutNames = `(SELECT name FROM companies WHERE id = advertiser_id), (SELECT name FROM companies WHERE id = affiliate_id)`
 
 func scanPayout(row pgx.Row) (Payout, error) {
 	var p Payout
 	err := row.Scan(&p.ID, &p.AdvertiserID, &p.AffiliateID, &p.Currency, &p.PeriodStart, &p.PeriodEnd, &p.Amount,
-		&p.CommissionCount, &p.Status, &p.CreatedAt, &p.UpdatedAt)
+		&p.CommissionCount, &p.Status, &p.CreatedAt, &p.UpdatedAt, &p.AdvertiserName, &p.AffiliateName)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Payout{}, ErrNotFound
 	}

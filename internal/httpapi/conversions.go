@@ -264,24 +264,27 @@ func conversionsFilter(c *fiber.Ctx) (conversions.Filter, error) {
 
 // conversionJSON is a conversion as the API shows it: amounts as decimal strings.
 type conversionJSON struct {
-	ID            string          `json:"id"`
-	ProgramID     string          `json:"program_id"`
-	AdvertiserID  string          `json:"advertiser_id"`
-	AffiliateID   string          `json:"affiliate_id"`
-	PartnershipID *string         `json:"partnership_id"`
-	LinkID        *string         `json:"link_id"`
-	ClickID       *string         `json:"click_id"`
-	PromotionID   *string         `json:"promotion_id"`
-	Sub1          string          `json:"sub1"`
-	ClickedAt     *time.Time      `json:"clicked_at"`
-	ExternalID    string          `json:"external_id"`
-	Type          string          `json:"type"`
-	Amount        string          `json:"amount"`
-	Currency      string          `json:"currency"`
-	OccurredAt    time.Time       `json:"occurred_at"`
-	Metadata      json.RawMessage `json:"metadata,omitempty"`
-	Source        string          `json:"source"`
-	CreatedAt     time.Time       `json:"created_at"`
+	ID           string `json:"id"`
+	ProgramID    string `json:"program_id"`
+	AdvertiserID string `json:"advertiser_id"`
+	AffiliateID  string `json:"affiliate_id"`
+	// Absent in the answer to registering a conversion, which is built without reading.
+	AdvertiserName string          `json:"advertiser_name,omitempty"`
+	AffiliateName  string          `json:"affiliate_name,omitempty"`
+	PartnershipID  *string         `json:"partnership_id"`
+	LinkID         *string         `json:"link_id"`
+	ClickID        *string         `json:"click_id"`
+	PromotionID    *string         `json:"promotion_id"`
+	Sub1           string          `json:"sub1"`
+	ClickedAt      *time.Time      `json:"clicked_at"`
+	ExternalID     string          `json:"external_id"`
+	Type           string          `json:"type"`
+	Amount         string          `json:"amount"`
+	Currency       string          `json:"currency"`
+	OccurredAt     time.Time       `json:"occurred_at"`
+	Metadata       json.RawMessage `json:"metadata,omitempty"`
+	Source         string          `json:"source"`
+	CreatedAt      time.Time       `json:"created_at"`
 	*exchangeJSON
 	Commission commissionJSON `json:"commission"`
 
@@ -332,6 +335,7 @@ type commissionJSON struct {
 // see it.
 func conversionView(c conversions.Conversion, metadata bool) conversionJSON {
 	v := conversionJSON{ID: c.ID, ProgramID: c.ProgramID, AdvertiserID: c.AdvertiserID, AffiliateID: c.AffiliateID,
+		AdvertiserName: c.AdvertiserName, AffiliateName: c.AffiliateName,
 		PartnershipID: conversionsNull(c.PartnershipID), LinkID: conversionsNull(c.LinkID), ClickID: conversionsNull(c.ClickID), PromotionID: conversionsNull(c.PromotionID),
 		Sub1: c.Sub1, ExternalID: c.ExternalID, Type: c.Type, Amount: money.Format(c.Amount, c.Currency),
 		Currency: c.Currency, OccurredAt: c.OccurredAt, Source: c.Source, CreatedAt: c.CreatedAt, exchangeJSON: exchangeView(c.Exchange, c.Currency),

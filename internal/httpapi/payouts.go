@@ -128,6 +128,8 @@ type payoutJSON struct {
 	ID              string    `json:"id"`
 	AdvertiserID    string    `json:"advertiser_id"`
 	AffiliateID     string    `json:"affiliate_id"`
+	AdvertiserName  string    `json:"advertiser_name"`
+	AffiliateName   string    `json:"affiliate_name"`
 	Currency        string    `json:"currency"`
 	Amount          string    `json:"amount"`
 	CommissionCount int       `json:"commission_count"`
@@ -140,6 +142,6 @@ type payoutJSON struct {
 
 func payoutView(p conversions.Payout) payoutJSON {
 	return payoutJSON{ID: p.ID, AdvertiserID: p.AdvertiserID, AffiliateID: p.AffiliateID, Currency: p.Currency,
-		Amount: money.Format(p.Amount, p.Currency), CommissionCount: p.CommissionCount, PeriodStart: p.PeriodStart,
+		AdvertiserName: p.AdvertiserName, AffiliateName: p.AffiliateName, Amount: money.Format(p.Amount, p.Currency), CommissionCount: p.CommissionCount, PeriodStart: p.PeriodStart,
 		PeriodEnd: p.PeriodEnd, Status: p.Status, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }

@@ -50,13 +50,16 @@ const (
 
 // Link is a tracking link as the API shows it.
 type Link struct {
-	ID             string    `json:"id"`
-	Code           string    `json:"code"`
-	URL            string    `json:"url"`
-	ProgramID      string    `json:"program_id"`
-	PartnershipID  string    `json:"partnership_id"`
-	AffiliateID    string    `json:"affiliate_id"`
-	AdvertiserID   string    `json:"advertiser_id"`
+	ID            string `json:"id"`
+	Code          string `json:"code"`
+	URL           string `json:"url"`
+	ProgramID     string `json:"program_id"`
+	PartnershipID string `json:"partnership_id"`
+	AffiliateID   string `json:"affiliate_id"`
+	AdvertiserID  string `json:"advertiser_id"`
+	// The companies' names: the brand sees who promotes it, the affiliate whom.
+	AffiliateName  string    `json:"affiliate_name"`
+	AdvertiserName string    `json:"advertiser_name"`
 	PromotionID    *string   `json:"promotion_id"`
 	DestinationURL *string   `json:"destination_url"`
 	Sub1           string    `json:"sub1"`
@@ -139,12 +142,14 @@ func NewService(db *pgxpool.Pool, o Options) *Service {
 }
 
 const linkColumns = `id, code, program_id, partnership_id, affiliate_id, advertiser_id, promotion_id,
-	destination_url, sub1, sub2, sub3, sub4, sub5, status, created_at, updated_at`
+	destination_url, sub1, sub2, sub3, sub4, sub5, status, created_at, updated_at,
+	(SELECT name FROM companies WHERE id = affiliate_id), (SELECT name FROM companies WHERE id = advertiser_id)`
 
 func (s *Service) scan(row pgx.Row) (Link, error) {
 	var l Link
 	err := row.Scan(&l.ID, &l.Code, &l.ProgramID, &l.PartnershipID, &l.AffiliateID, &l.AdvertiserID, &l.PromotionID,
-		&l.DestinationURL, &l.Sub1, &l.Sub2, &l.Sub3, &l.Sub4, &l.Sub5, &l.Status, &l.CreatedAt, &l.UpdatedAt)
+		&l.DestinationURL, &l.Sub1, &l.Sub2, &l.Sub3, &l.Sub4, &l.Sub5, &l.Status, &l.CreatedAt, &l.UpdatedAt,
+		&l.AffiliateName, &l.AdvertiserName)
 	l.URL = s.baseURL + "/c/" + l.Code
 	return l, err
 }
