@@ -34,6 +34,9 @@ func dynamicKeys() []string {
 	for _, a := range []string{"approve", "reject", "suspend"} {
 		keys = append(keys, "partnerships.done_"+a)
 	}
+	for _, r := range []string{"owner", "admin", "member"} {
+		keys = append(keys, "people.header.role_"+r)
+	}
 	for _, a := range []string{"failed", "cancel"} {
 		keys = append(keys, "payouts.confirm_"+a)
 	}

@@ -29,10 +29,11 @@ type SessionReader interface {
 	Authenticate(c *fiber.Ctx) (session.Claims, error)
 }
 
-// Users reads the signed-in user, for the locale saved with the account; *identity.Store is
-// one.
+// Users reads the signed-in user and company, for the locale saved with the account and the
+// header's "signed in as"; *identity.Store is one.
 type Users interface {
 	UserByID(ctx context.Context, id string) (identity.User, error)
+	CompanyByID(ctx context.Context, id string) (identity.Company, error)
 }
 
 // Options of the dashboard.
@@ -169,6 +170,14 @@ type view struct {
 	Boot      boot
 	// Providers are the social sign-in buttons (login page).
 	Providers []string
+	// Who is signed in, for the header; nil on the login page.
+	Who *signedIn
+}
+
+// signedIn is the header's "signed in as": the user's name (its e-mail when it has none),
+// its company's name and its role there. Either name is empty when it could not be read.
+type signedIn struct {
+	User, Company, Role string
 }
 
 // langLink is one entry of the language switch.
@@ -215,12 +224,23 @@ func (d *dashboard) app(c *fiber.Ctx) error {
 		return fiber.ErrNotFound
 	}
 	saved := claims.Locale
+	who := &signedIn{Role: claims.Role}
 	if u, err := d.o.Users.UserByID(c.UserContext(), claims.UserID); err == nil {
 		saved = u.Locale
+		who.User = u.Name
+		if who.User == "" {
+			who.User = u.Email
+		}
 	} else {
 		d.o.Log.Warn("dashboard: reading the user's locale", "err", err)
 	}
+	if co, err := d.o.Users.CompanyByID(c.UserContext(), claims.CompanyID); err == nil {
+		who.Company = co.Name
+	} else {
+		d.o.Log.Warn("dashboard: reading the user's company", "err", err)
+	}
 	v := d.view(c, p, d.locale(c, saved), claims)
+	v.Who = who
 	return d.render(c, v)
 }
 

@@ -37,6 +37,10 @@ func (fakeUsers) UserByID(_ context.Context, id string) (identity.User, error) {
 	return identity.User{ID: id, Locale: "en"}, nil
 }
 
+func (fakeUsers) CompanyByID(_ context.Context, id string) (identity.Company, error) {
+	return identity.Company{ID: id, Name: "Acme Shoes"}, nil
+}
+
 func newTestApp(t *testing.T, kind string) *fiber.App {
 	t.Helper()
 	app := fiber.New()
