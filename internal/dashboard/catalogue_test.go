@@ -37,6 +37,9 @@ func dynamicKeys() []string {
 	for _, r := range []string{"owner", "admin", "member"} {
 		keys = append(keys, "people.header.role_"+r)
 	}
+	for _, f := range []string{"display_name", "website", "audience", "payout_email"} {
+		keys = append(keys, "people.profile.invalid_"+f)
+	}
 	for _, a := range []string{"failed", "cancel"} {
 		keys = append(keys, "payouts.confirm_"+a)
 	}

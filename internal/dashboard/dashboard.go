@@ -137,6 +137,7 @@ var pages = []*page{
 	{Name: "links", Path: "/app/links"},
 	{Name: "conversions", Path: "/app/conversions", Extra: map[string]any{"Statuses": commissionStatuses}},
 	{Name: "payouts", Path: "/app/payouts"},
+	{Name: "profile", Path: "/app/settings/profile", Settings: true, Kinds: []string{identity.Affiliate}},
 	{Name: "postbacks", Path: "/app/settings/postbacks", Settings: true},
 	{Name: "webhooks", Path: "/app/settings/webhooks", Settings: true, Extra: map[string]any{"Events": webhookEvents}},
 	{Name: "apikeys", Path: "/app/settings/api-keys", Settings: true},

@@ -52,6 +52,8 @@ function render() {
   const columns = [
     { label: t('conversions.occurred'), render: (c) => fmt.dateTime(c.occurred_at) },
     { label: t('conversions.order'), class: 'mono', render: (c) => c.external_id },
+    advertiser ? { label: t('partnerships.affiliate'), render: (c) => c.affiliate_name || c.affiliate_id }
+      : { label: t('people.partner.brand'), render: (c) => c.advertiser_name || c.advertiser_id },
     { label: t('conversions.type'), render: (c) => t('conversion_type.' + c.type) },
     { label: t('conversions.attribution'), render: attribution },
     { label: t('conversions.sale'), class: 'num', render: sale },

@@ -21,6 +21,7 @@ async function load() {
     const page = await api.get('/api/tracking-links', { limit: 100 });
     table(container, [
       { label: t('links.program'), render: (l) => names.get(l.program_id) || l.program_id },
+      !affiliate && { label: t('partnerships.affiliate'), render: (l) => l.affiliate_name || l.affiliate_id },
       { label: t('links.url'), class: 'mono', render: (l) => h('div', { class: 'row' }, h('span', {}, l.url),
         h('button', { type: 'button', class: 'copy', dataset: { value: l.url }, 'aria-label': t('links.copy_of', { url: l.url }) }, t('common.copy'))) },
       { label: t('links.sub1'), render: (l) => l.sub1 || '–' },

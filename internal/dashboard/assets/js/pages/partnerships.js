@@ -20,12 +20,14 @@ async function load() {
     const page = await api.get('/api/partnerships', { status: form.status.value, limit: 100 });
     const columns = [
       { label: t('partnerships.program'), render: (p) => names.get(p.program_id) || p.program_id },
-      advertiser && { label: t('partnerships.affiliate'), class: 'mono', render: (p) => p.affiliate_id },
+      advertiser && { label: t('partnerships.affiliate'), render: (p) => p.affiliate_name || p.affiliate_id },
+      !advertiser && { label: t('people.partner.brand'), render: (p) => p.advertiser_name || p.advertiser_id },
       { label: t('partnerships.message'), render: (p) => p.message || '–' },
       { label: t('common.created'), render: (p) => fmt.dateTime(p.created_at) },
       { label: t('common.status'), render: (p) => badge(p.status) },
       { label: t('common.actions'), render: (p) => h('div', { class: 'row' },
         h('button', { type: 'button', onclick: () => showCoupons(p), 'aria-label': t('coupons.of', { name: names.get(p.program_id) || p.program_id }) }, t('coupons.title')),
+        advertiser && h('button', { type: 'button', onclick: () => showProfile(p), 'aria-label': t('people.partner.profile_of', { name: p.affiliate_name }) }, t('people.partner.profile')),
         canDecide && p.status === 'pending' && h('button', { type: 'button', onclick: () => act(p, 'approve') }, t('partnerships.approve')),
         canDecide && p.status === 'pending' && h('button', { type: 'button', class: 'danger', onclick: () => act(p, 'reject') }, t('partnerships.reject')),
         canDecide && p.status === 'approved' && h('button', { type: 'button', class: 'danger', onclick: () => act(p, 'suspend') }, t('partnerships.suspend'))) },
@@ -48,7 +50,7 @@ async function act(p, action) {
 async function showCoupons(p) {
   shown = p;
   couponSection.hidden = false;
-  document.getElementById('coupons-of').textContent = `${names.get(p.program_id) || p.program_id}${advertiser ? ' · ' + p.affiliate_id : ''}`;
+  document.getElementById('coupons-of').textContent = `${names.get(p.program_id) || p.program_id}${advertiser ? ' · ' + (p.affiliate_name || p.affiliate_id) : ''}`;
   try {
     const page = await api.get(`/api/partnerships/${encodeURIComponent(p.id)}/coupon-codes`, { limit: 100 });
     table(document.getElementById('coupons'), [
@@ -59,6 +61,28 @@ async function showCoupons(p) {
     showError(err);
   }
   document.getElementById('coupons-title').focus();
+}
+
+// showProfile shows the partner profile of the partnership's affiliate, as it describes
+// itself to the brands it applied to.
+async function showProfile(p) {
+  const section = document.getElementById('profile-section');
+  try {
+    const f = await api.get(`/api/affiliates/${encodeURIComponent(p.affiliate_id)}/profile`);
+    const none = () => h('span', { class: 'muted' }, t('people.partner.not_given'));
+    const website = /^https?:\/\//i.test(f.website) ? h('a', { href: f.website, rel: 'noopener noreferrer nofollow', target: '_blank' }, f.website) : none();
+    const entry = (label, value) => [h('dt', {}, label), h('dd', {}, value)];
+    document.getElementById('profile-of').textContent = f.display_name;
+    document.getElementById('profile-view').replaceChildren(
+      ...entry(t('people.profile.display_name'), f.display_name),
+      ...entry(t('people.profile.website'), website),
+      ...entry(t('people.profile.audience'), f.audience || none()),
+      ...entry(t('people.profile.payout_email'), f.payout_email || none()));
+    section.hidden = false;
+    document.getElementById('profile-title').focus();
+  } catch (err) {
+    showError(err);
+  }
 }
 
 if (couponForm) {

@@ -11,7 +11,8 @@ async function load() {
   try {
     const page = await api.get('/api/payouts', { limit: 100 });
     table(container, [
-      advertiser && { label: t('payouts.affiliate'), class: 'mono', render: (p) => p.affiliate_id },
+      advertiser && { label: t('payouts.affiliate'), render: (p) => p.affiliate_name || p.affiliate_id },
+      !advertiser && { label: t('people.partner.brand'), render: (p) => p.advertiser_name || p.advertiser_id },
       { label: t('payouts.period'), render: (p) => `${fmt.date(p.period_start)} – ${fmt.date(p.period_end)}` },
       { label: t('payouts.count'), class: 'num', render: (p) => fmt.number(p.commission_count) },
       { label: t('payouts.amount'), class: 'num', render: (p) => fmt.money(p.amount, p.currency) },
@@ -40,8 +41,9 @@ async function act(p, action) {
 
 async function loadAffiliates() {
   const ps = (await api.get('/api/partnerships', { status: 'approved', limit: 100 })).data;
-  const affs = [...new Set(ps.map((p) => p.affiliate_id))];
-  form.affiliate_id.replaceChildren(...affs.map((id) => h('option', { value: id }, id)));
+  // One option an affiliate, by name (an affiliate partnered in several programs is listed once).
+  const affs = new Map(ps.map((p) => [p.affiliate_id, p.affiliate_name || p.affiliate_id]));
+  form.affiliate_id.replaceChildren(...[...affs].map(([id, name]) => h('option', { value: id }, name)));
 }
 
 if (form) {
