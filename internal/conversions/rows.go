@@ -87,7 +87,8 @@ type PayoutTotal struct {
 // viewer may see that f selects, ordered by payee name: one row per payment to make.
 func (s *Service) PayoutTotals(ctx context.Context, v Viewer, f PayoutFilter) (*Rows[PayoutTotal], error) {
 	return query(ctx, s, "payout totals", scanPayoutTotal, `SELECT p.advertiser_id, p.affiliate_id, co.name,
-			COALESCE((SELECT u.email FROM users u WHERE u.company_id = p.affiliate_id AND u.role = 'owner'
+			COALESCE((SELECT NULLIF(f.payout_email, '') FROM partner_profiles f WHERE f.company_id = p.affiliate_id),
+				(SELECT u.email FROM users u WHERE u.company_id = p.affiliate_id AND u.role = 'owner'
 				ORDER BY u.created_at, u.id LIMIT 1), ''),
 			p.currency, sum(p.amount)::text, count(*), sum(p.commission_count), min(p.period_start), max(p.period_end),
 			array_agg(p.id ORDER BY p.id DESC)

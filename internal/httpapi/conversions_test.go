@@ -600,6 +600,22 @@ func TestPayoutsThroughTheDashboard(t *testing.T) {
 		t.Fatalf("create: %d %s", r.status, r.raw)
 	}
 	payout := made.ID
+	// Both sides read each other's names beside the ids.
+	type names struct {
+		AdvertiserName string `json:"advertiser_name"`
+		AffiliateName  string `json:"affiliate_name"`
+	}
+	want := names{AdvertiserName: "advertiser co", AffiliateName: "affiliate co"}
+	if got := decode[names](t, r); got != want {
+		t.Errorf("the new payout's names %+v", got)
+	}
+	for _, h := range []map[string]string{adv, aff} {
+		for _, path := range []string{"/api/payouts", "/api/conversions"} {
+			if got := decode[list[names]](t, f.do(t, "GET", path, h, "")).Data; len(got) == 0 || got[0] != want {
+				t.Errorf("%s lists the names %+v", path, got)
+			}
+		}
+	}
 	if r := f.do(t, "POST", "/api/payouts", adv, body); r.status != 422 || r.problem.Code != "no_commissions" {
 		t.Fatalf("nothing left: %d %s", r.status, r.raw)
 	}

@@ -180,6 +180,13 @@ func TestThePayoutExportIsOneMassPaymentRowPerAffiliateAndCurrency(t *testing.T)
 	if len(recs) != 2 || recs[1][1] != "12.30" {
 		t.Errorf("the affiliate's totals: %q", recs)
 	}
+	// The payout e-mail of the affiliate's partner profile is where the money goes.
+	if _, err := f.db.Exec(ctx, `INSERT INTO partner_profiles (company_id, payout_email) VALUES ($1, 'pay@aff.example')`, f.affID); err != nil {
+		t.Fatal(err)
+	}
+	if recs := csvOf(t, f.do(t, "GET", "/api/v1/payouts.csv", apiKey(f.adv), "")); len(recs) != 2 || recs[1][0] != "pay@aff.example" {
+		t.Errorf("the payee of a profile with a payout e-mail: %q", recs)
+	}
 	if recs := csvOf(t, f.do(t, "GET", "/api/v1/payouts.csv?status=paid", apiKey(f.adv), "")); len(recs) != 1 {
 		t.Errorf("no paid payout: %q", recs)
 	}
