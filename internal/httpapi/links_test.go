@@ -78,6 +78,9 @@ type link struct {
 	Status        string  `json:"status"`
 	PartnershipID string  `json:"partnership_id"`
 	PromotionID   *string `json:"promotion_id"`
+	// The companies' names.
+	AffiliateName  string `json:"affiliate_name"`
+	AdvertiserName string `json:"advertiser_name"`
 }
 
 func (f *trackingFixture) createLink(t *testing.T, body string) link {
@@ -134,6 +137,12 @@ func TestTrackingLinkRoutes(t *testing.T) {
 			r := f.do(t, "GET", "/api/v1/tracking-links?program_id="+f.program, apiKey(who), "")
 			if got := idsOf(t, r); len(got) != want {
 				t.Fatalf("list: %d %s, want %d links", r.status, r.raw, want)
+			}
+		}
+		for _, who := range []string{f.aff, f.adv} {
+			r := f.do(t, "GET", "/api/v1/tracking-links?program_id="+f.program, apiKey(who), "")
+			if l := decode[list[link]](t, r).Data[0]; l.AffiliateName != "affiliate co" || l.AdvertiserName != "advertiser co" {
+				t.Fatalf("the names of a link: %s", r.raw)
 			}
 		}
 		r := f.do(t, "GET", "/api/tracking-links?limit=1", f.affSession, "")
