@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/emulation"
+
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/links"
 	"github.com/partnerstream/partnerstream/internal/programs"
@@ -33,18 +35,32 @@ func (b *browser) fitsViewport(sel string) {
 	}
 }
 
-// TestBrowserPeople walks the people of the dashboard: who is signed in in the header (on a
-// desktop in English, on a 390 px phone in Spanish), an affiliate's partner profile with its
-// refused fields marked, and the brand seeing the affiliate by name on its partnerships,
-// payout form, links and conversions, and its profile.
+// checkHeader fails unless the header names the user, the company and the role inside the
+// window.
+func (b *browser) checkHeader(email, company, role string) {
+	b.t.Helper()
+	got := b.text("#whoami")
+	for _, want := range []string{email, company, role} {
+		if !strings.Contains(got, want) {
+			b.t.Errorf("the header says %q, want %q in it", got, want)
+		}
+	}
+	b.fitsViewport("#whoami .whoami-user")
+	b.fitsViewport("#whoami .whoami-org")
+}
+
+// TestBrowserPeople walks the people of the dashboard in English and Spanish: who is signed
+// in in the header (at 1280 px and on a 390 px phone), an affiliate's partner profile with
+// its refused fields marked, and the brand seeing the affiliate by name on its
+// partnerships, payout form and links, and its profile.
 func TestBrowserPeople(t *testing.T) {
 	s := newStack(t, stackOptions{})
 	ctx := context.Background()
 	for _, c := range []struct {
 		lang          string
 		width, height int
-	}{{"en", 1280, 900}, {"es", 390, 844}} {
-		t.Run(fmt.Sprintf("in %s at %d px", c.lang, c.width), func(t *testing.T) {
+	}{{"en", 1280, 900}, {"es", 1280, 900}} {
+		t.Run("in "+c.lang, func(t *testing.T) {
 			w := peopleWords[c.lang]
 			advEmail, affEmail := "brand-people-"+c.lang+"@example.test", "partner-people-"+c.lang+"@example.test"
 			adv := newBrowser(t, s.base, c.lang, c.width, c.height)
@@ -53,19 +69,8 @@ func TestBrowserPeople(t *testing.T) {
 			aff.signUp(s, affEmail, "affiliate", "Blog "+c.lang)
 
 			// The header says who is signed in, for which company, with which role.
-			for _, who := range []struct {
-				b              *browser
-				email, company string
-			}{{adv, advEmail, "Brand " + c.lang}, {aff, affEmail, "Blog " + c.lang}} {
-				got := who.b.text("#whoami")
-				for _, want := range []string{who.email, who.company, w["owner"]} {
-					if !strings.Contains(got, want) {
-						t.Errorf("the header says %q, want %q in it", got, want)
-					}
-				}
-				who.b.fitsViewport("#whoami .whoami-user")
-				who.b.fitsViewport("#whoami .whoami-org")
-			}
+			adv.checkHeader(advEmail, "Brand "+c.lang, w["owner"])
+			aff.checkHeader(affEmail, "Blog "+c.lang, w["owner"])
 
 			// The affiliate's profile: refused fields are marked, then it is saved.
 			aff.open("/app/settings/profile")
@@ -146,6 +151,21 @@ func TestBrowserPeople(t *testing.T) {
 			adv.open("/app/links")
 			adv.waitFor("the link's affiliate by name", fmt.Sprintf(`document.querySelector('#links table') && document.querySelector('#links').textContent.includes(%q)`, name))
 			adv.screenshot("links-affiliate")
+
+			// On a 390 px phone the header and the profile still fit.
+			for _, b := range []*browser{adv, aff} {
+				b.run(emulation.SetDeviceMetricsOverride(390, 844, 1, true))
+			}
+			adv.open("/app/partnerships")
+			adv.waitFor("the application by name", fmt.Sprintf(`document.querySelector('#partnerships').textContent.includes(%q)`, name))
+			adv.checkHeader(advEmail, "Brand "+c.lang, w["owner"])
+			adv.clickRow("#partnerships", name, w["profile"])
+			adv.waitFor("the partner profile", `!document.getElementById('profile-section').hidden`)
+			adv.fitsViewport("#profile-view")
+			aff.open("/app/settings/profile")
+			aff.waitFor("the saved profile", fmt.Sprintf(`document.getElementById('pf-display_name').value === %q`, name))
+			aff.checkHeader(affEmail, name, w["owner"])
+			aff.fitsViewport("#pf-audience")
 		})
 	}
 }
