@@ -32,13 +32,13 @@ type fakeUsers struct{}
 
 func (fakeUsers) UserByID(_ context.Context, id string) (identity.User, error) {
 	if id == "usr_es" {
-		return identity.User{ID: id, Locale: "es"}, nil
+		return identity.User{ID: id, Email: "ana@example.test", Locale: "es"}, nil
 	}
-	return identity.User{ID: id, Locale: "en"}, nil
+	return identity.User{ID: id, Email: "ana@example.test", Name: map[string]string{"usr_named": "Ana <Admin>"}[id], Locale: "en"}, nil
 }
 
 func (fakeUsers) CompanyByID(_ context.Context, id string) (identity.Company, error) {
-	return identity.Company{ID: id, Name: "Acme Shoes"}, nil
+	return identity.Company{ID: id, Name: "Acme & Shoes"}, nil
 }
 
 func newTestApp(t *testing.T, kind string) *fiber.App {
@@ -138,6 +138,32 @@ func TestPagesShowOnlyWhatTheCompanyKindUses(t *testing.T) {
 	}
 	if strings.Contains(aff.body, `id="program-form"`) || !strings.Contains(aff.body, `id="apply-form"`) {
 		t.Error("an affiliate should get the application form, not the program form")
+	}
+}
+
+func TestTheHeaderSaysWhoIsSignedIn(t *testing.T) {
+	app := newTestApp(t, "affiliate")
+	for _, tc := range []struct{ cookie, want string }{
+		{"ps_session=usr_1", `<span class="whoami-user">ana@example.test</span> <span class="whoami-org">Acme &amp; Shoes · Owner</span>`},
+		{"ps_session=usr_named", `<span class="whoami-user">Ana &lt;Admin&gt;</span>`},
+		{"ps_session=usr_es", `<span class="whoami-org">Acme &amp; Shoes · Titular</span>`},
+	} {
+		if p := get(t, app, "/app", map[string]string{"Cookie": tc.cookie}); !strings.Contains(p.body, tc.want) {
+			t.Errorf("%s: the header lacks %s", tc.cookie, tc.want)
+		}
+	}
+	if p := get(t, app, "/login", nil); strings.Contains(p.body, `id="whoami"`) {
+		t.Error("the login page says someone is signed in")
+	}
+}
+
+func TestOnlyAffiliatesHaveAProfilePage(t *testing.T) {
+	if p := get(t, newTestApp(t, "affiliate"), "/app/settings/profile", map[string]string{"Cookie": "ps_session=usr_1"}); p.status != 200 ||
+		!strings.Contains(p.body, `id="profile-form"`) {
+		t.Errorf("an affiliate's profile page: %d", p.status)
+	}
+	if p := get(t, newTestApp(t, "advertiser"), "/app/settings/profile", map[string]string{"Cookie": "ps_session=usr_1"}); p.status != 404 {
+		t.Errorf("an advertiser's profile page: %d, want 404", p.status)
 	}
 }
 
