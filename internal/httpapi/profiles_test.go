@@ -11,12 +11,12 @@ import (
 
 // profile is a partner profile answer.
 type profile struct {
-	CompanyID   string  `json:"company_id"`
-	DisplayName string  `json:"display_name"`
-	Website     string  `json:"website"`
-	Audience    string  `json:"audience"`
-	PayoutEmail string  `json:"payout_email"`
-	UpdatedAt   *string `json:"updated_at"`
+	CompanyID   string `json:"company_id"`
+	DisplayName string `json:"display_name"`
+	Website     string `json:"website"`
+	Audience    string `json:"audience"`
+	PayoutEmail string `json:"payout_email"`
+	UpdatedAt   string `json:"updated_at"` // null leaves it empty
 }
 
 // namedPartnership is a partnership answer with the companies' names.
@@ -37,7 +37,7 @@ func TestPartnerProfiles(t *testing.T) {
 
 	r := f.do(t, "GET", "/api/profile", f.affOwner, "")
 	expect(t, r, 200, "")
-	if p := decode[profile](t, r); p.CompanyID != f.affID || p.DisplayName != "affiliate co" || p.Website != "" || p.UpdatedAt != nil {
+	if p := decode[profile](t, r); p.CompanyID != f.affID || p.DisplayName != "affiliate co" || p.Website != "" || p.UpdatedAt != "" {
 		t.Fatalf("empty profile %s", r.raw)
 	}
 
@@ -69,7 +69,8 @@ func TestPartnerProfiles(t *testing.T) {
 		"audience":"Bargain hunters in Spain.\nNewsletter, 40k readers.","payout_email":"pay@deals.example.org"}`)
 	expect(t, r, 200, "")
 	saved := decode[profile](t, r)
-	if saved.DisplayName != "Ana's Deals" || saved.PayoutEmail != "pay@deals.example.org" || saved.UpdatedAt == nil {
+	if saved.DisplayName != "Ana's Deals" || saved.PayoutEmail != "pay@deals.example.org" || saved.UpdatedAt == "" ||
+		saved.Audience != "Bargain hunters in Spain.\nNewsletter, 40k readers." {
 		t.Fatalf("saved %s", r.raw)
 	}
 
