@@ -21,15 +21,15 @@ var peopleWords = map[string]map[string]string{
 		"bad_website": "Escribe una dirección web completa", "bad_email": "Escribe una sola dirección de correo"},
 }
 
-// fitsViewport fails unless the element is inside the window and the page does not scroll
-// sideways.
+// fitsViewport fails unless the element is inside the window, shows its content whole (no
+// ellipsis, nothing scrolled off) and the page does not scroll sideways.
 func (b *browser) fitsViewport(sel string) {
 	b.t.Helper()
 	var out string
-	b.eval(fmt.Sprintf(`(() => { const r = document.querySelector(%q).getBoundingClientRect();
-		const over = document.documentElement.scrollWidth - window.innerWidth;
-		return (r.width > 0 && r.left >= 0 && r.right <= window.innerWidth && over <= 0) ? '' :
-			JSON.stringify({left: r.left, right: r.right, width: r.width, window: window.innerWidth, over}); })()`, sel), &out)
+	b.eval(fmt.Sprintf(`(() => { const el = document.querySelector(%q), r = el.getBoundingClientRect();
+		const over = document.documentElement.scrollWidth - window.innerWidth, cut = el.scrollWidth - el.clientWidth;
+		return (r.width > 0 && r.left >= 0 && r.right <= window.innerWidth && over <= 0 && cut <= 1) ? '' :
+			JSON.stringify({left: r.left, right: r.right, width: r.width, window: window.innerWidth, over, cut}); })()`, sel), &out)
 	if out != "" {
 		b.t.Errorf("%s is not inside the %s window: %s", sel, b.lang, out)
 	}
@@ -166,6 +166,7 @@ func TestBrowserPeople(t *testing.T) {
 			aff.waitFor("the saved profile", fmt.Sprintf(`document.getElementById('pf-display_name').value === %q`, name))
 			aff.checkHeader(affEmail, name, w["owner"])
 			aff.fitsViewport("#pf-audience")
+			aff.screenshot("profile-phone")
 		})
 	}
 }
