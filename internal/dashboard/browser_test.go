@@ -775,6 +775,16 @@ func TestBrowserWebhookJourney(t *testing.T) {
 			b.flashSays(w["two_queued"])
 			b.waitInHistory(rcv.url, "the retried deliveries, delivered", fmt.Sprintf(
 				`document.querySelector('#deliveries tr[data-id=%q] .badge.succeeded') && document.querySelector('#deliveries tr[data-id=%q] .badge.succeeded')`, more[0], more[1]))
+
+			// "Send test" sends one signed sample to the webhook and says what it answered.
+			received = rcv.count()
+			b.open("/app/settings/webhooks")
+			b.waitFor("the webhook, ready", `document.querySelector('#hooks tbody tr .badge.active')`)
+			b.clickRow("#hooks", rcv.url, sendTestWords[lang]["send"])
+			b.flashSays(sendTestWords[lang]["ok"])
+			if rcv.count() != received+1 {
+				t.Fatalf("the receiver got %d requests from a test, want 1", rcv.count()-received)
+			}
 		})
 	}
 }

@@ -161,12 +161,15 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountTracking(s.lks, clicks, httpapi.TrackingOptions{})
 	srv.MountPartnerships(s.prg)
 	pbs := postbacks.NewService(db, postbacks.Options{})
+	// "Send test" reaches the tests' receivers on loopback through the delivery workers'
+	// guarded client.
+	sendTests := httpapi.DeliveriesOptions{Client: delivery.NewHTTPClient([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil), Postbacks: pbs}
 	// The delivery routes' literal paths go before the webhook routes' /api/webhooks/:id.
 	if hooks != nil {
-		srv.MountDeliveries(delivery.NewHistory(db, nil), hooks, httpapi.DeliveriesOptions{})
+		srv.MountDeliveries(delivery.NewHistory(db, nil), hooks, sendTests)
 		srv.MountWebhooks(hooks)
 	} else {
-		srv.MountDeliveries(delivery.NewHistory(db, nil), nil, httpapi.DeliveriesOptions{})
+		srv.MountDeliveries(delivery.NewHistory(db, nil), nil, sendTests)
 		srv.MountWebhooks(nil)
 	}
 	srv.MountPostbacks(pbs)

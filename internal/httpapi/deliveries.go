@@ -70,6 +70,7 @@ func (s *Server) MountDeliveries(history DeliveryHistory, hooks DeliveryWebhooks
 	s.app.Get("/api/webhooks/:id/deliveries", d.webhookHistory)
 	s.app.Post("/api/webhooks/:deliveryId/replay", admin, d.replay)
 	s.app.Get("/api/postbacks/deliveries", d.postbackHistory)
+	s.app.Post("/api/webhooks/test", requireAdminTo("send test deliveries"), d.test)
 	s.app.Post("/api/v1/webhooks/test", d.test)
 }
 
