@@ -39,10 +39,6 @@ type invitation struct {
 	AdvertiserName string `json:"advertiser_name"`
 }
 
-type dataList[T any] struct {
-	Data []T `json:"data"`
-}
-
 // signInWithCode signs in with a magic code read from the SMTP listener, without a
 // registration, and returns the answer.
 func (f *peopleFixture) signInWithCode(t *testing.T, email string) response {
@@ -82,7 +78,7 @@ func (f *peopleFixture) members(t *testing.T, who map[string]string) []teamMembe
 	if r.status != 200 {
 		t.Fatalf("members: %d %s", r.status, r.raw)
 	}
-	return decode[dataList[teamMember]](t, r).Data
+	return decode[list[teamMember]](t, r).Data
 }
 
 func (f *peopleFixture) invitations(t *testing.T, path string, who map[string]string) []invitation {
@@ -91,7 +87,7 @@ func (f *peopleFixture) invitations(t *testing.T, path string, who map[string]st
 	if r.status != 200 {
 		t.Fatalf("GET %s: %d %s", path, r.status, r.raw)
 	}
-	return decode[dataList[invitation]](t, r).Data
+	return decode[list[invitation]](t, r).Data
 }
 
 func wantProblem(t *testing.T, what string, r response, status int, code string) {
@@ -297,7 +293,7 @@ func TestBrandInvitesAnAffiliateToAnInvitationOnlyProgram(t *testing.T) {
 		t.Fatalf("an accepted invitation is still pending: %+v", got)
 	}
 	ptns := f.do(t, "GET", "/api/partnerships?program_id="+prg.ID, f.advOwner, "")
-	if got := decode[dataList[partnership]](t, ptns).Data; len(got) != 1 || got[0].Status != programs.Approved {
+	if got := decode[list[partnership]](t, ptns).Data; len(got) != 1 || got[0].Status != programs.Approved {
 		t.Fatalf("the brand's partnerships %s", ptns.raw)
 	}
 
