@@ -31,12 +31,7 @@ func (b *browser) signInInvited(s *stack, email string) {
 	b.run(chromedp.SendKeys("#email", email, chromedp.ByQuery),
 		chromedp.Click(`#request-form button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible("#code", chromedp.ByQuery))
-	msg := s.inbox.Wait(b.t, email, 10*time.Second)
-	code := codePattern.FindString(msg.Text)
-	if code == "" {
-		b.t.Fatalf("no code in the e-mail: %q", msg.Text)
-	}
-	b.run(chromedp.SendKeys("#code", code, chromedp.ByQuery), chromedp.Click(`#verify-form button[type=submit]`, chromedp.ByQuery))
+	b.enterCode(s, email)
 	b.waitFor("the overview after sign-in", `location.pathname === '/app'`)
 }
 

@@ -123,18 +123,8 @@ func (s *Service) RevokeAffiliateInvitation(ctx context.Context, a Actor, id str
 	if err := requireBrandManager(a); err != nil {
 		return err
 	}
-	if !ids.Valid(ids.Invitation, id) {
-		return &NotFoundError{What: "invitation"}
-	}
-	tag, err := s.db.Exec(ctx, `UPDATE affiliate_invitations SET revoked_at = $3
-		WHERE id = $1 AND advertiser_id = $2 AND accepted_at IS NULL AND revoked_at IS NULL`, id, a.CompanyID, s.now())
-	if err != nil {
-		return fmt.Errorf("revoke affiliate invitation: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return &NotFoundError{What: "invitation"}
-	}
-	return nil
+	return s.revoke(ctx, `UPDATE affiliate_invitations SET revoked_at = $3
+		WHERE id = $1 AND advertiser_id = $2 AND accepted_at IS NULL AND revoked_at IS NULL`, a, id)
 }
 
 // myInvitations is the SQL of the open, unexpired invitations addressed to the signed-in

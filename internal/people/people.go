@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/magiccode"
 	"github.com/partnerstream/partnerstream/internal/mailer"
 )
@@ -162,6 +163,22 @@ func companyName(ctx context.Context, q interface {
 func requireKind(a Actor, kind, reason string) error {
 	if a.Kind != kind {
 		return &ForbiddenError{Reason: reason}
+	}
+	return nil
+}
+
+// revoke runs update (parameters: the invitation id, the caller's company, now) on an open
+// invitation; no row touched is a foreign, closed or unknown invitation.
+func (s *Service) revoke(ctx context.Context, update string, a Actor, id string) error {
+	if !ids.Valid(ids.Invitation, id) {
+		return &NotFoundError{What: "invitation"}
+	}
+	tag, err := s.db.Exec(ctx, update, id, a.CompanyID, s.now())
+	if err != nil {
+		return fmt.Errorf("revoke invitation: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return &NotFoundError{What: "invitation"}
 	}
 	return nil
 }

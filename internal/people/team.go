@@ -153,18 +153,8 @@ func (s *Service) RevokeTeamInvitation(ctx context.Context, a Actor, id string) 
 	if err := requireManager(a); err != nil {
 		return err
 	}
-	if !ids.Valid(ids.Invitation, id) {
-		return &NotFoundError{What: "invitation"}
-	}
-	tag, err := s.db.Exec(ctx, `UPDATE team_invitations SET revoked_at = $3
-		WHERE id = $1 AND company_id = $2 AND accepted_at IS NULL AND revoked_at IS NULL`, id, a.CompanyID, s.now())
-	if err != nil {
-		return fmt.Errorf("revoke team invitation: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return &NotFoundError{What: "invitation"}
-	}
-	return nil
+	return s.revoke(ctx, `UPDATE team_invitations SET revoked_at = $3
+		WHERE id = $1 AND company_id = $2 AND accepted_at IS NULL AND revoked_at IS NULL`, a, id)
 }
 
 // SetRole changes a member's role. Only owners grant or take away the owner role, and the

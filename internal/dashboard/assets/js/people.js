@@ -21,6 +21,33 @@ export function invitationStatus(status) {
   return h('span', { class: `badge ${status === 'expired' ? 'rejected' : 'pending'}` }, t('team.status_' + status));
 }
 
+// wireInviteForm makes a form with an email field send an invitation (send posts it and
+// returns the invitation), say so and redraw the invitations (reload); the keyboard stays
+// in the form for the next address.
+export function wireInviteForm(inviteForm, send, sent, reload) {
+  inviteForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clearFlash();
+    const email = inviteForm.email.value.trim();
+    if (!email) {
+      flash(t('team.email_required'), 'error');
+      inviteForm.email.focus();
+      return;
+    }
+    await busy(inviteForm, async () => {
+      try {
+        const inv = await send(email);
+        inviteForm.reset();
+        flash(sent(inv));
+        await reload();
+      } catch (err) {
+        showPeopleError(err);
+      }
+    });
+    inviteForm.email.focus();
+  });
+}
+
 // Brand side: the invite form and the pending invitations of one program.
 const section = document.getElementById('invite-affiliate-section');
 const form = document.getElementById('invite-affiliate-form');
@@ -58,27 +85,8 @@ async function revokeAffiliate(i) {
 }
 
 if (form) {
-  form.addEventListener('submit', async (e) => {
-    e.preventDefault();
-    clearFlash();
-    const email = form.email.value.trim();
-    if (!email) {
-      flash(t('team.email_required'), 'error');
-      form.email.focus();
-      return;
-    }
-    await busy(form, async () => {
-      try {
-        const inv = await api.post(`/api/programs/${encodeURIComponent(shown.id)}/invitations`, { email, locale: boot.locale });
-        form.reset();
-        flash(t('affiliate_invitations.sent', { email: inv.email }));
-        await loadProgramInvitations();
-      } catch (err) {
-        showPeopleError(err);
-      }
-    });
-    form.email.focus();
-  });
+  wireInviteForm(form, (email) => api.post(`/api/programs/${encodeURIComponent(shown.id)}/invitations`, { email, locale: boot.locale }),
+    (inv) => t('affiliate_invitations.sent', { email: inv.email }), loadProgramInvitations);
 }
 
 // Affiliate side: the invitations addressed to the signed-in user, each with Accept.

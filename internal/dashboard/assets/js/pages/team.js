@@ -1,7 +1,7 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { busy, clearFlash, flash, h, rowAction, table } from '../ui.js';
-import { canManage, invitationStatus, showPeopleError } from '../people.js';
+import { clearFlash, flash, h, rowAction, table } from '../ui.js';
+import { canManage, invitationStatus, showPeopleError, wireInviteForm } from '../people.js';
 
 const form = document.getElementById('invite-form');
 const members = document.getElementById('members');
@@ -76,27 +76,8 @@ async function revoke(i) {
     t('team.revoked', { email: i.email }), loadInvitations);
 }
 
-form.addEventListener('submit', async (e) => {
-  e.preventDefault();
-  clearFlash();
-  const email = form.email.value.trim();
-  if (!email) {
-    flash(t('team.email_required'), 'error');
-    form.email.focus();
-    return;
-  }
-  await busy(form, async () => {
-    try {
-      const inv = await api.post('/api/team/invitations', { email, role: form.role.value, locale: boot.locale });
-      form.reset();
-      flash(t('team.invited', { email: inv.email }));
-      await loadInvitations();
-    } catch (err) {
-      showPeopleError(err);
-    }
-  });
-  form.email.focus();
-});
+wireInviteForm(form, (email) => api.post('/api/team/invitations', { email, role: form.role.value, locale: boot.locale }),
+  (inv) => t('team.invited', { email: inv.email }), loadInvitations);
 
 document.querySelectorAll('[data-managers-only]').forEach((el) => { if (!canManage) el.hidden = true; });
 document.querySelectorAll('[data-owners-only]').forEach((el) => { if (!isOwner) el.remove(); });
