@@ -9,6 +9,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/programs"
+	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
 // peopleFixture is the shared fixture with the people, program and partnership routes.
@@ -318,4 +319,45 @@ func TestBrandInvitesAnAffiliateToAnInvitationOnlyProgram(t *testing.T) {
 
 func TestPeopleRoutesAreDocumented(t *testing.T) {
 	assertAreaDocumented(t, func(s *httpapi.Server) { s.MountPeople(nil) }, "openapi/13-people.yaml")
+}
+
+// An invited address signing in through Google joins the inviting company, even through
+// the sign-up form: an address belongs to one company.
+func TestTeamInvitationJoinsThroughOAuth(t *testing.T) {
+	f := newPeopleFixture(t)
+	f.inviteMember(t, f.advOwner, "gina@example.test", "member")
+	f.google.SetUser(testenv.OIDCUser{Subject: "g-1", Email: "Gina@Example.test", EmailVerified: true, Name: "Gina"})
+	start := f.do(t, "GET", "/api/auth/oauth/google/start?company_kind=affiliate&company_name=Gina%20Media&return_to=/app", nil, "")
+	if start.status != 302 {
+		t.Fatalf("start: %d %s", start.status, start.raw)
+	}
+	stateCookie, _ := cookiesOf(start)
+	back := testenv.FollowAuthorize(t, start.header.Get("Location"))
+	done := f.do(t, "GET", back.Path+"?"+back.RawQuery, map[string]string{"Cookie": stateCookie}, "")
+	if done.status != 302 || done.header.Get("Location") != "/app" {
+		t.Fatalf("callback: %d -> %q", done.status, done.header.Get("Location"))
+	}
+	u, err := f.ids.UserByEmail(context.Background(), "gina@example.test")
+	if err != nil || u.CompanyID != f.advID || u.Role != "member" || u.Name != "Gina" {
+		t.Fatalf("the invitee %+v, %v: want member Gina of %s", u, err, f.advID)
+	}
+}
+
+// Creating an invitation twice with one Idempotency-Key makes one and sends one e-mail.
+func TestInvitationCreatesAreIdempotent(t *testing.T) {
+	f := newPeopleFixture(t)
+	h := map[string]string{"Idempotency-Key": "invite-once"}
+	for k, v := range f.advOwner {
+		h[k] = v
+	}
+	first := f.do(t, "POST", "/api/team/invitations", h, `{"email":"once@example.test","role":"member"}`)
+	again := f.do(t, "POST", "/api/team/invitations", h, `{"email":"once@example.test","role":"member"}`)
+	if first.status != 201 || again.status != 201 || first.raw != again.raw {
+		t.Fatalf("replay: %d %s, then %d %s", first.status, first.raw, again.status, again.raw)
+	}
+	f.inbox.Wait(t, "once@example.test", 5*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	if n := f.inbox.Count("once@example.test"); n != 1 {
+		t.Fatalf("%d e-mails for one invitation", n)
+	}
 }
