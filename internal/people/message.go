@@ -15,8 +15,9 @@ type texts struct {
 	teamSubject, teamBody string
 	// product, brand, program
 	affSubject, affBody string
-	// days, link line
+	// the lifetime ("7 days"), then the link line
 	validity, link string
+	day, days      string
 	roles          map[string]string
 }
 
@@ -27,9 +28,10 @@ var locales = map[string]texts{
 		affSubject:  "%[2]s invites you to its affiliate program on %[1]s",
 		affBody: "%[2]s invites you to join its program \"%[3]s\" on %[1]s as an affiliate.\n\n" +
 			"Sign in with this address, or sign up as an affiliate if you have no account yet, and accept the invitation on the Programs page.\n\n",
-		validity: "The invitation is valid for %d days. Sign in with this e-mail address to accept it.\n",
-		link:     "Sign in: %s\n",
-		roles:    map[string]string{Owner: "an owner", Admin: "an admin", RoleMember: "a member"},
+		validity: "The invitation is valid for %s. Sign in with this e-mail address to accept it.\n",
+		day:      "day", days: "days",
+		link:  "Sign in: %s\n",
+		roles: map[string]string{Owner: "an owner", Admin: "an admin", RoleMember: "a member"},
 	},
 	"es": {
 		teamSubject: "Te invitan a %[2]s en %[1]s",
@@ -37,9 +39,10 @@ var locales = map[string]texts{
 		affSubject:  "%[2]s te invita a su programa de afiliados en %[1]s",
 		affBody: "%[2]s te invita a unirte a su programa «%[3]s» en %[1]s como afiliado.\n\n" +
 			"Inicia sesión con esta dirección, o regístrate como afiliado si aún no tienes cuenta, y acepta la invitación en la página Programas.\n\n",
-		validity: "La invitación es válida durante %d días. Inicia sesión con esta dirección de correo para aceptarla.\n",
-		link:     "Iniciar sesión: %s\n",
-		roles:    map[string]string{Owner: "propietario", Admin: "administrador", RoleMember: "miembro"},
+		validity: "La invitación es válida durante %s. Inicia sesión con esta dirección de correo para aceptarla.\n",
+		day:      "día", days: "días",
+		link:  "Iniciar sesión: %s\n",
+		roles: map[string]string{Owner: "propietario", Admin: "administrador", RoleMember: "miembro"},
 	},
 }
 
@@ -56,7 +59,11 @@ func lang(locale string) texts {
 // footer says how long the invitation lasts (whole days, rounded down so it never promises
 // more) and where to sign in.
 func (s *Service) footer(t texts, ttl time.Duration, next string) string {
-	out := fmt.Sprintf(t.validity, max(int(ttl/(24*time.Hour)), 1))
+	n, unit := max(int(ttl/(24*time.Hour)), 1), t.days
+	if n == 1 {
+		unit = t.day
+	}
+	out := fmt.Sprintf(t.validity, fmt.Sprintf("%d %s", n, unit))
 	if s.o.BaseURL != "" {
 		out += fmt.Sprintf(t.link, s.o.BaseURL+"/login?next="+next)
 	}
