@@ -141,6 +141,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	srv.MountStats(st)
 	srv.MountExports(cnv, st)
 	srv.MountAccount(dashboard.NewAccountStore(p.pg))
+	srv.MountPeople(deps.people)
 	dashboard.Mount(srv.App(), dashboard.Options{Sessions: deps.sessions, Users: deps.users, OAuthProviders: s.auth.oauth.Providers(),
 		SecureCookies: strings.HasPrefix(s.api.BaseURL, "https://"), Log: p.componentLog("dashboard")})
 

@@ -33,6 +33,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/mailer"
 	"github.com/partnerstream/partnerstream/internal/oidclogin"
 	"github.com/partnerstream/partnerstream/internal/outbox"
+	"github.com/partnerstream/partnerstream/internal/people"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/programs"
 	"github.com/partnerstream/partnerstream/internal/rates"
@@ -154,9 +155,11 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	clicks := tracking.NewService(tracking.NewResolver(s.lks, tracking.ResolverOptions{}), recorder, tracking.ServiceOptions{ClickIDs: clickIDs, Log: quiet})
 	cnv := conversions.New(db, conversions.Options{ClickIDs: clickIDs})
-	srv.MountAuth(signin.New(s.ids, sessions, codes, oauth), sessions, s.ids, true)
+	team := people.NewService(db, m, people.Options{})
+	srv.MountAuth(signin.New(s.ids, sessions, codes, oauth).WithInvitations(team), sessions, s.ids, true)
 	srv.MountAPIKeys(s.ids)
 	srv.MountAccount(dashboard.NewAccountStore(db))
+	srv.MountPeople(team)
 	srv.MountPrograms(s.prg)
 	srv.MountTracking(s.lks, clicks, httpapi.TrackingOptions{})
 	srv.MountPartnerships(s.prg)
