@@ -133,7 +133,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	}
 	// A nil *webhooks.Service must reach the routes as a nil interface: they answer 503.
 	hookTargets, _ := hooks.(httpapi.DeliveryWebhooks)
-	srv.MountDeliveries(delivery.NewHistory(p.pg, nil), hookTargets, httpapi.DeliveriesOptions{Client: delivery.NewHTTPClient(allow, roots)})
+	srv.MountDeliveries(delivery.NewHistory(p.pg, nil), hookTargets, httpapi.DeliveriesOptions{Client: delivery.NewHTTPClient(allow, roots), Postbacks: pbs})
 	srv.MountConversions(cnv)
 	srv.MountPayouts(cnv)
 	srv.MountRates(rates.New(p.pg, nil), httpapi.RatesOptions{Operators: s.api.OperatorCompanies})
@@ -142,6 +142,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	srv.MountStats(st)
 	srv.MountExports(cnv, st)
 	srv.MountAccount(dashboard.NewAccountStore(p.pg))
+	srv.MountPeople(deps.people)
 	dashboard.Mount(srv.App(), dashboard.Options{Sessions: deps.sessions, Users: deps.users, OAuthProviders: s.auth.oauth.Providers(),
 		SecureCookies: strings.HasPrefix(s.api.BaseURL, "https://"), Log: p.componentLog("dashboard")})
 

@@ -14,6 +14,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/magiccode"
 	"github.com/partnerstream/partnerstream/internal/mailer"
 	"github.com/partnerstream/partnerstream/internal/oidclogin"
+	"github.com/partnerstream/partnerstream/internal/people"
 	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/signin"
 )
@@ -70,6 +71,7 @@ type authDeps struct {
 	signin   *signin.Service
 	users    *identity.Store
 	codes    *magiccode.Service // nil without e-mail
+	people   *people.Service
 }
 
 // prune deletes expired sessions and sign-in codes.
@@ -142,7 +144,9 @@ func newAuth(ctx context.Context, p *platform, a *authSettings, baseURL string, 
 		}
 		oauth = svc
 	}
-	deps.signin = signin.New(users, sessions, codes, oauth)
+	// Without a mail relay invitations are still made; the invitee signs in (OAuth) to accept.
+	deps.people = people.NewService(p.pg, m, people.Options{BaseURL: baseURL})
+	deps.signin = signin.New(users, sessions, codes, oauth).WithInvitations(deps.people)
 	return deps, nil
 }
 

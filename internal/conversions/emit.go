@@ -30,7 +30,7 @@ func emit(ctx context.Context, tx pgx.Tx, c Conversion, previous string) error {
 		ID: c.ID, Type: c.Type, Amount: money.Format(c.Amount, c.Currency), Status: m.Status, PreviousStatus: previous,
 		Currency: c.Currency, CommissionID: m.ID, CommissionAmount: money.Format(m.Amount, m.Currency),
 		ProgramID: c.ProgramID, AffiliateID: c.AffiliateID, AdvertiserID: c.AdvertiserID, LinkID: c.LinkID,
-		ClickID: c.ClickID, ExternalID: c.ExternalID, OccurredAt: c.OccurredAt, Version: m.Version,
+		ClickID: c.ClickID, Sub1: c.Sub1, ExternalID: c.ExternalID, OccurredAt: c.OccurredAt, Version: m.Version,
 		Attribution: c.Attribution, CouponCode: c.CouponCode, CustomerID: c.CustomerID,
 	}
 	if e := c.Exchange; e != nil {

@@ -49,11 +49,11 @@ func (b *browser) checkHeader(email, company, role string) {
 	b.fitsViewport("#whoami .whoami-org")
 }
 
-// TestBrowserPeople walks the people of the dashboard in English and Spanish: who is signed
+// TestBrowserNamesAndProfiles walks the people of the dashboard in English and Spanish: who is signed
 // in in the header (at 1280 px and on a 390 px phone), an affiliate's partner profile with
 // its refused fields marked, and the brand seeing the affiliate by name on its
 // partnerships, payout form and links, and its profile.
-func TestBrowserPeople(t *testing.T) {
+func TestBrowserNamesAndProfiles(t *testing.T) {
 	s := newStack(t, stackOptions{})
 	ctx := context.Background()
 	for _, c := range []struct {

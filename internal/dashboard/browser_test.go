@@ -196,16 +196,22 @@ func (b *browser) signUp(s *stack, email, kind, company string) {
 		chromedp.SendKeys("#company_name", company, chromedp.ByQuery),
 		chromedp.Click(`#request-form button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible("#code", chromedp.ByQuery))
+	b.enterCode(s, email)
+	b.waitFor("the overview after sign-in", `location.pathname === '/app' && document.querySelector('#chart-clicks svg')`)
+	if got := b.text("h1"); got != words[b.lang]["overview"] {
+		b.t.Fatalf("overview heading %q, want %q", got, words[b.lang]["overview"])
+	}
+}
+
+// enterCode reads the sign-in code sent to email from the SMTP listener and submits it.
+func (b *browser) enterCode(s *stack, email string) {
+	b.t.Helper()
 	msg := s.inbox.Wait(b.t, email, 10*time.Second)
 	code := codePattern.FindString(msg.Text)
 	if code == "" {
 		b.t.Fatalf("no code in the e-mail: %q", msg.Text)
 	}
 	b.run(chromedp.SendKeys("#code", code, chromedp.ByQuery), chromedp.Click(`#verify-form button[type=submit]`, chromedp.ByQuery))
-	b.waitFor("the overview after sign-in", `location.pathname === '/app' && document.querySelector('#chart-clicks svg')`)
-	if got := b.text("h1"); got != words[b.lang]["overview"] {
-		b.t.Fatalf("overview heading %q, want %q", got, words[b.lang]["overview"])
-	}
 }
 
 // waitForChart reloads the overview until the conversions chart shows the totals (the
@@ -775,6 +781,16 @@ func TestBrowserWebhookJourney(t *testing.T) {
 			b.flashSays(w["two_queued"])
 			b.waitInHistory(rcv.url, "the retried deliveries, delivered", fmt.Sprintf(
 				`document.querySelector('#deliveries tr[data-id=%q] .badge.succeeded') && document.querySelector('#deliveries tr[data-id=%q] .badge.succeeded')`, more[0], more[1]))
+
+			// "Send test" sends one signed sample to the webhook and says what it answered.
+			received = rcv.count()
+			b.open("/app/settings/webhooks")
+			b.waitFor("the webhook, ready", `document.querySelector('#hooks tbody tr .badge.active')`)
+			b.clickRow("#hooks", rcv.url, sendTestWords[lang]["send"])
+			b.flashSays(sendTestWords[lang]["ok"])
+			if rcv.count() != received+1 {
+				t.Fatalf("the receiver got %d requests from a test, want 1", rcv.count()-received)
+			}
 		})
 	}
 }

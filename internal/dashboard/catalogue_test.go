@@ -46,6 +46,15 @@ func dynamicKeys() []string {
 	for _, a := range []string{"paid", "failed", "cancel"} {
 		keys = append(keys, "payouts.done_"+a)
 	}
+	for _, r := range []string{"owner", "admin", "member"} {
+		keys = append(keys, "team.role_"+r)
+	}
+	for _, s := range []string{"pending", "expired"} {
+		keys = append(keys, "team.status_"+s)
+	}
+	for _, c := range []string{"last_owner", "already_member", "email_has_account", "email_not_sent", "partnership_decided"} {
+		keys = append(keys, "people.error_"+c)
+	}
 	for _, s := range []string{"sale", "lead", "signup", "install", "custom"} {
 		keys = append(keys, "conversion_type."+s)
 	}

@@ -141,6 +141,7 @@ var pages = []*page{
 	{Name: "postbacks", Path: "/app/settings/postbacks", Settings: true},
 	{Name: "webhooks", Path: "/app/settings/webhooks", Settings: true, Extra: map[string]any{"Events": webhookEvents}},
 	{Name: "apikeys", Path: "/app/settings/api-keys", Settings: true},
+	{Name: "team", Path: "/app/settings/team", Settings: true},
 	{Name: "rates", Path: "/app/settings/rates", Settings: true, Kinds: []string{identity.Advertiser}},
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/mailer"
 	"github.com/partnerstream/partnerstream/internal/oidclogin"
 	"github.com/partnerstream/partnerstream/internal/outbox"
+	"github.com/partnerstream/partnerstream/internal/people"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/programs"
 	"github.com/partnerstream/partnerstream/internal/rates"
@@ -154,20 +155,25 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 	clicks := tracking.NewService(tracking.NewResolver(s.lks, tracking.ResolverOptions{}), recorder, tracking.ServiceOptions{ClickIDs: clickIDs, Log: quiet})
 	cnv := conversions.New(db, conversions.Options{ClickIDs: clickIDs})
-	srv.MountAuth(signin.New(s.ids, sessions, codes, oauth), sessions, s.ids, true)
+	team := people.NewService(db, m, people.Options{})
+	srv.MountAuth(signin.New(s.ids, sessions, codes, oauth).WithInvitations(team), sessions, s.ids, true)
 	srv.MountAPIKeys(s.ids)
 	srv.MountAccount(dashboard.NewAccountStore(db))
+	srv.MountPeople(team)
 	srv.MountPrograms(s.prg)
 	srv.MountTracking(s.lks, clicks, httpapi.TrackingOptions{})
 	srv.MountPartnerships(s.prg)
 	srv.MountProfiles(s.prg)
 	pbs := postbacks.NewService(db, postbacks.Options{})
+	// "Send test" reaches the tests' receivers on loopback through the delivery workers'
+	// guarded client.
+	sendTests := httpapi.DeliveriesOptions{Client: delivery.NewHTTPClient([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil), Postbacks: pbs}
 	// The delivery routes' literal paths go before the webhook routes' /api/webhooks/:id.
 	if hooks != nil {
-		srv.MountDeliveries(delivery.NewHistory(db, nil), hooks, httpapi.DeliveriesOptions{})
+		srv.MountDeliveries(delivery.NewHistory(db, nil), hooks, sendTests)
 		srv.MountWebhooks(hooks)
 	} else {
-		srv.MountDeliveries(delivery.NewHistory(db, nil), nil, httpapi.DeliveriesOptions{})
+		srv.MountDeliveries(delivery.NewHistory(db, nil), nil, sendTests)
 		srv.MountWebhooks(nil)
 	}
 	srv.MountPostbacks(pbs)

@@ -192,6 +192,7 @@ func newReceiver(t testing.TB, respond func(w http.ResponseWriter, r *http.Reque
 		rc.mu.Lock()
 		h := r.Header.Clone()
 		h.Set(pathHeader, r.URL.Path)
+		h.Set(queryHeader, r.URL.RawQuery)
 		rc.got = append(rc.got, request{header: h, body: body, at: time.Now()})
 		rc.mu.Unlock()
 		if rc.respond != nil {

@@ -227,7 +227,7 @@ func (s *Service) targetsOf(ctx context.Context, envs []events.Envelope) ([]newD
 				postbackURLs[company] = url
 			}
 			if url != "" {
-				add(KindPostback, company, url)
+				add(KindPostback, company, postbacks.ExpandURL(url, body))
 			}
 		}
 	}

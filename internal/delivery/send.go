@@ -91,7 +91,7 @@ func (s *Service) resolve(ctx context.Context, j job, now time.Time) (string, []
 		if errors.Is(err, postbacks.ErrNotConfigured) {
 			return j.url, nil, fmt.Errorf("%w: the company has no postback URL any more", errTargetGone)
 		}
-		return url, keys, err
+		return postbacks.ExpandURL(url, j.body), keys, err
 	}
 	if s.o.Subscriptions != nil {
 		for _, t := range s.o.Subscriptions.Targets(j.companyID, j.eventType) {

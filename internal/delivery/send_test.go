@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
@@ -111,8 +113,42 @@ func TestEveryTargetOfBothCompaniesGetsOneSignedDelivery(t *testing.T) {
 	}
 }
 
-// pathHeader carries the request path into the recorded headers.
-const pathHeader = "X-Test-Path"
+// pathHeader and queryHeader carry the request's path and query into the recorded headers.
+const (
+	pathHeader  = "X-Test-Path"
+	queryHeader = "X-Test-Query"
+)
+
+// A postback URL's placeholders are filled from the event it delivers, percent-encoded, on the
+// recorded delivery and on the request.
+func TestAPostbackURLGetsTheEventsValuesInItsPlaceholders(t *testing.T) {
+	t.Parallel()
+	db, cos := newDB(t, 2)
+	adv, aff := cos[0], cos[1]
+	rc := newReceiver(t, nil)
+	pb := newPostbacks()
+	pb.set(adv, rc.URL+"/pb/{status}?cid={click_id}&amount={amount}&c={commission}&cur={currency}&s1={sub1}&id={conversion_id}&none={external_id}")
+	s := newService(t, db, Options{Subscriptions: newSubs(), Postbacks: pb})
+	data, _ := json.Marshal(events.ConversionData{ID: "cnv_1", Type: "sale", Amount: "42.50", Status: "approved", Currency: "EUR",
+		CommissionAmount: "4.25", ClickID: "clk_9", Sub1: "mail & more", AdvertiserID: adv, AffiliateID: aff})
+	changed := events.Envelope{ID: ids.New(ids.Event), Type: events.CommissionStatusChanged, OccurredAt: time.Now(),
+		AdvertiserID: adv, AffiliateID: aff, ProgramID: ids.New(ids.Program), Data: data}
+	if _, err := s.record(context.Background(), []events.Envelope{changed}); err != nil {
+		t.Fatal(err)
+	}
+	s.step(t)
+	got := rc.requests()
+	if len(got) != 1 {
+		t.Fatalf("%d postbacks, want 1", len(got))
+	}
+	const query = "cid=clk_9&amount=42.50&c=4.25&cur=EUR&s1=mail%20%26%20more&id=cnv_1&none="
+	if p, q := got[0].header.Get(pathHeader), got[0].header.Get(queryHeader); p != "/pb/approved" || q != query {
+		t.Errorf("postback to %s?%s, want /pb/approved?%s", p, q, query)
+	}
+	if r := rows(t, db, ""); len(r) != 1 || !strings.HasSuffix(r[0].url, "/pb/approved?"+query) {
+		t.Errorf("recorded deliveries %+v, want the filled URL", r)
+	}
+}
 
 func TestARotationSignsWithBothSecretsUntilTheOldOneExpires(t *testing.T) {
 	t.Parallel()

@@ -71,21 +71,23 @@ type Envelope struct {
 // events, exactly as webhook receivers see it (docs/architecture.md, "The webhook payload").
 // Amounts are decimal strings in Currency.
 type ConversionData struct {
-	ID               string    `json:"id"`     // cnv_...
-	Type             string    `json:"type"`   // sale, lead, signup, install, custom
-	Amount           string    `json:"amount"` // the sale amount
-	Status           string    `json:"status"` // the commission status after the change
-	PreviousStatus   string    `json:"previous_status,omitempty"`
-	Currency         string    `json:"currency"`
-	CommissionID     string    `json:"commission_id"`
-	CommissionAmount string    `json:"commission_amount"`
-	ProgramID        string    `json:"program_id"`
-	AffiliateID      string    `json:"affiliate_id"`
-	AdvertiserID     string    `json:"advertiser_id"`
-	LinkID           string    `json:"link_id,omitempty"`
-	ClickID          string    `json:"click_id,omitempty"`
-	ExternalID       string    `json:"external_id"`
-	OccurredAt       time.Time `json:"occurred_at"` // when the conversion happened
+	ID               string `json:"id"`     // cnv_...
+	Type             string `json:"type"`   // sale, lead, signup, install, custom
+	Amount           string `json:"amount"` // the sale amount
+	Status           string `json:"status"` // the commission status after the change
+	PreviousStatus   string `json:"previous_status,omitempty"`
+	Currency         string `json:"currency"`
+	CommissionID     string `json:"commission_id"`
+	CommissionAmount string `json:"commission_amount"`
+	ProgramID        string `json:"program_id"`
+	AffiliateID      string `json:"affiliate_id"`
+	AdvertiserID     string `json:"advertiser_id"`
+	LinkID           string `json:"link_id,omitempty"`
+	ClickID          string `json:"click_id,omitempty"`
+	// Sub1 is the affiliate's sub-id of the click that won, when the conversion knew it.
+	Sub1       string    `json:"sub1,omitempty"`
+	ExternalID string    `json:"external_id"`
+	OccurredAt time.Time `json:"occurred_at"` // when the conversion happened
 	// Attribution is click, coupon or customer: what put the conversion on the affiliate,
 	// ClickID, CouponCode or CustomerID naming it. Events written before it existed have
 	// none: read that as click.

@@ -16,6 +16,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/page"
+	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
@@ -42,6 +43,9 @@ type DeliveriesOptions struct {
 	// client (the resolved address checked at connect time): the URL is the integrator's.
 	// Nil answers such a request 503 sending_unavailable.
 	Client *http.Client
+	// Postbacks signs the test endpoint's postback samples with the caller's postback keys
+	// (*postbacks.Service); nil answers "postback": true 503.
+	Postbacks delivery.PostbackKeys
 	// Now is the clock of the test endpoint's timestamps; time.Now when nil.
 	Now func() time.Time
 }
@@ -56,7 +60,7 @@ func (s *Server) MountDeliveries(history DeliveryHistory, hooks DeliveryWebhooks
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	d := deliveryHandlers{history: history, hooks: hooks, now: o.Now}
+	d := deliveryHandlers{history: history, hooks: hooks, postbacks: o.Postbacks, now: o.Now}
 	if o.Client != nil {
 		d.sender = delivery.NewSender(o.Client)
 	}
@@ -66,12 +70,14 @@ func (s *Server) MountDeliveries(history DeliveryHistory, hooks DeliveryWebhooks
 	s.app.Get("/api/webhooks/:id/deliveries", d.webhookHistory)
 	s.app.Post("/api/webhooks/:deliveryId/replay", admin, d.replay)
 	s.app.Get("/api/postbacks/deliveries", d.postbackHistory)
+	s.app.Post("/api/webhooks/test", requireAdminTo("send test deliveries"), d.test)
 	s.app.Post("/api/v1/webhooks/test", d.test)
 }
 
 type deliveryHandlers struct {
-	history DeliveryHistory
-	hooks   DeliveryWebhooks
+	history   DeliveryHistory
+	hooks     DeliveryWebhooks
+	postbacks delivery.PostbackKeys // nil: no postback samples
 	// sender makes the test endpoint's attempt; nil without a guarded client.
 	sender *delivery.Sender
 	now    func() time.Time
@@ -186,7 +192,11 @@ type webhookTestInput struct {
 	// example secret that the answer shows.
 	WebhookID string `json:"webhook_id"`
 	Secret    string `json:"secret"`
-	// Send also POSTs it once to the webhook's URL (needs WebhookID).
+	// Postback signs with the company's postback secrets instead, as a postback of
+	// commission.status_changed (the only event postbacks carry).
+	Postback bool `json:"postback"`
+	// Send also POSTs it once to the webhook's URL, or to the postback URL with its
+	// placeholders filled (needs WebhookID or Postback).
 	Send bool `json:"send"`
 }
 
@@ -219,7 +229,10 @@ func (d deliveryHandlers) test(c *fiber.Ctx) error {
 	if err := decodeOptionalJSON(c, &in); err != nil {
 		return err
 	}
-	if in.EventType == "" {
+	switch {
+	case in.EventType == "" && in.Postback:
+		in.EventType = events.CommissionStatusChanged
+	case in.EventType == "":
 		in.EventType = events.ConversionCreated
 	}
 	var errs []FieldError
@@ -237,8 +250,14 @@ func (d deliveryHandlers) test(c *fiber.Ctx) error {
 		}
 		keys = []signing.HMACKey{{Key: k}}
 	}
-	if in.Send && in.WebhookID == "" {
-		errs = append(errs, FieldError{Field: "send", Message: "needs webhook_id: a sample is only sent to one of your webhooks"})
+	if in.Postback && (in.WebhookID != "" || in.Secret != "") {
+		errs = append(errs, FieldError{Field: "postback", Message: "give postback, webhook_id or secret, one of them: each signs with its own secrets"})
+	}
+	if in.Postback && in.EventType != events.CommissionStatusChanged {
+		errs = append(errs, FieldError{Field: "event_type", Message: "postbacks carry " + events.CommissionStatusChanged + " only"})
+	}
+	if in.Send && in.WebhookID == "" && !in.Postback {
+		errs = append(errs, FieldError{Field: "send", Message: "needs webhook_id or postback: a sample is only sent to one of your webhooks or your postback URL"})
 	}
 	if errs != nil {
 		return Invalid(errs...)
@@ -249,7 +268,21 @@ func (d deliveryHandlers) test(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	out := webhookTest{}
 	var target signing.Target
+	kind := delivery.KindWebhook
 	switch {
+	case in.Postback:
+		if d.postbacks == nil {
+			return NewProblem(fiber.StatusServiceUnavailable, "postbacks_unavailable", "this api cannot sign postback samples")
+		}
+		var err error
+		target.URL, keys, err = d.postbacks.SigningKeys(ctx, caller.CompanyID, now)
+		if errors.Is(err, postbacks.ErrNotConfigured) {
+			return NewProblem(fiber.StatusConflict, "postback_not_configured", "set a postback URL first")
+		}
+		if err != nil {
+			return err
+		}
+		kind = delivery.KindPostback
 	case in.WebhookID != "":
 		var err error
 		if target, err = d.hooks.SigningTarget(ctx, caller.CompanyID, in.WebhookID, now); err != nil {
@@ -273,10 +306,14 @@ func (d deliveryHandlers) test(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	msg := delivery.Message{ID: ids.New(ids.Delivery), Kind: delivery.KindWebhook, Body: body, At: now, Keys: keys}
+	msg := delivery.Message{ID: ids.New(ids.Delivery), Kind: kind, Body: body, At: now, Keys: keys}
 	out.Body, out.Payload, out.Headers = string(body), body, msg.Headers()
 	if in.Send {
-		out.Sent = d.send(ctx, target.URL, msg)
+		url := target.URL
+		if in.Postback {
+			url = postbacks.ExpandURL(url, body)
+		}
+		out.Sent = d.send(ctx, url, msg)
 	}
 	if out.Secret != "" {
 		c.Set(fiber.HeaderCacheControl, "no-store")

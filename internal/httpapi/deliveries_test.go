@@ -20,6 +20,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
@@ -28,14 +29,16 @@ import (
 // loopback receiver that the test endpoint may send to.
 type deliveryFixture struct {
 	*webhookFixture
-	receiver *receiver
+	receiver  *receiver
+	postbacks *postbacks.Service
 }
 
 func newDeliveryFixture(t *testing.T) *deliveryFixture {
 	t.Helper()
 	f := &deliveryFixture{webhookFixture: newWebhookFixture(t), receiver: newReceiver(t)}
+	f.postbacks = postbacks.NewService(f.db, postbacks.Options{})
 	f.srv.MountDeliveries(delivery.NewHistory(f.db, nil), webhooks.NewService(kube.Client, webhooks.Options{Namespace: f.ns}),
-		httpapi.DeliveriesOptions{Client: loopbackOnly(f.receiver.addr)})
+		httpapi.DeliveriesOptions{Client: loopbackOnly(f.receiver.addr), Postbacks: f.postbacks})
 	return f
 }
 
@@ -64,6 +67,7 @@ type receiver struct {
 type received struct {
 	header http.Header
 	body   []byte
+	uri    string
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -72,7 +76,7 @@ func newReceiver(t *testing.T) *receiver {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		r.got = append(r.got, received{req.Header.Clone(), body})
+		r.got = append(r.got, received{req.Header.Clone(), body, req.URL.RequestURI()})
 		w.WriteHeader(r.status)
 		_, _ = w.Write([]byte("thanks"))
 	}))
@@ -433,6 +437,39 @@ func TestTheTestEndpointSignsASampleAsADeliveryWould(t *testing.T) {
 			t.Fatal("the answer repeats the caller's secret")
 		}
 	})
+}
+
+// A postback sample is signed with the company's postback secret and sent to its postback URL
+// with the placeholders filled from the sample, as a real postback would be.
+func TestTheTestEndpointSendsAPostbackSampleToThePostbackURL(t *testing.T) {
+	f := newDeliveryFixture(t)
+	if r := f.do(t, "POST", "/api/v1/webhooks/test", f.advKey, `{"postback": true}`); r.status != 409 || r.problem.Code != "postback_not_configured" {
+		t.Fatalf("a postback sample without a postback URL = %d %s", r.status, r.raw)
+	}
+	url := "http://" + f.receiver.addr + "/pb/{status}?cid={click_id}&amount={amount}&cur={currency}"
+	_, secret, err := f.postbacks.SetURL(context.Background(), f.advID, &url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.sample(t, f.advKey, `{"postback": true, "send": true}`)
+	verify(t, secret, []byte(s.Body), s.Headers)
+	if !strings.HasPrefix(s.Body, `{"event":"commission.status_changed"`) || s.Headers["x-svc-signature"] != s.Headers["webhook-signature"] {
+		t.Fatalf("sample %s with headers %v", s.Body, s.Headers)
+	}
+	var body struct{ Data events.ConversionData }
+	if err := json.Unmarshal([]byte(s.Body), &body); err != nil {
+		t.Fatal(err)
+	}
+	got := f.receiver.requests()
+	want := "/pb/approved?cid=" + body.Data.ClickID + "&amount=42.50&cur=USD"
+	if s.Sent == nil || !s.Sent.Success || len(got) != 1 || got[0].uri != want {
+		t.Fatalf("sent %+v; received %d requests, want one to %s", s.Sent, len(got), want)
+	}
+	for _, bad := range []string{`{"postback": true, "event_type": "conversion.created"}`, `{"postback": true, "secret": "` + signing.NewSecret() + `"}`} {
+		if r := f.do(t, "POST", "/api/v1/webhooks/test", f.advKey, bad); r.status != 400 {
+			t.Errorf("%s = %d %s, want 400", bad, r.status, r.raw)
+		}
+	}
 }
 
 func TestTheTestEndpointSignsWithTheWebhooksSecretsAndSendsToIt(t *testing.T) {

@@ -29,6 +29,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/metrics"
 	"github.com/partnerstream/partnerstream/internal/oidclogin"
 	"github.com/partnerstream/partnerstream/internal/page"
+	"github.com/partnerstream/partnerstream/internal/people"
 	"github.com/partnerstream/partnerstream/internal/session"
 	"github.com/partnerstream/partnerstream/internal/signin"
 	"github.com/partnerstream/partnerstream/internal/testenv"
@@ -58,14 +59,17 @@ type fixture struct {
 	inbox    *testenv.Inbox
 	google   *testenv.Provider
 	// skew moves the sessions' clock forward (nanoseconds).
-	skew  atomic.Int64
-	db    *pgxpool.Pool
-	ids   *identity.Store
-	keys  *auth.KeyAuthenticator
-	advID string
-	affID string
-	adv   string // API key of the advertiser
-	aff   string // API key of the affiliate
+	skew atomic.Int64
+	db   *pgxpool.Pool
+	ids  *identity.Store
+	keys *auth.KeyAuthenticator
+	// people is the team and invitation service, e-mailing into inbox; sign-in accepts its
+	// team invitations.
+	people *people.Service
+	advID  string
+	affID  string
+	adv    string // API key of the advertiser
+	aff    string // API key of the affiliate
 }
 
 func newFixture(t testing.TB, opts ...func(*httpapi.Options)) *fixture {
@@ -97,7 +101,8 @@ func newFixture(t testing.TB, opts ...func(*httpapi.Options)) *fixture {
 		fn(&o)
 	}
 	f.srv = httpapi.New(o)
-	f.srv.MountAuth(signin.New(f.ids, f.sessions, codes, oauth), f.sessions, f.ids, false)
+	f.people = people.NewService(db, m, people.Options{BaseURL: "https://partners.example.test"})
+	f.srv.MountAuth(signin.New(f.ids, f.sessions, codes, oauth).WithInvitations(f.people), f.sessions, f.ids, false)
 	f.srv.MountAPIKeys(f.ids)
 	for _, kind := range []string{identity.Advertiser, identity.Affiliate} {
 		co, _, err := f.ids.CreateCompany(ctx, identity.NewCompany{Kind: kind, Name: kind + " co", OwnerEmail: kind + "@example.test"})

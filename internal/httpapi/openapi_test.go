@@ -92,6 +92,7 @@ func everyArea() *httpapi.Server {
 	srv.MountPostbacks(nil)
 	srv.MountDeliveries(nil, nil, httpapi.DeliveriesOptions{})
 	srv.MountAccount(nil)
+	srv.MountPeople(nil)
 	return srv
 }
 

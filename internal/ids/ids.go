@@ -29,6 +29,7 @@ const (
 	Event       = "evt"
 	Delivery    = "msg"
 	Webhook     = "wh"
+	Invitation  = "inv"
 )
 
 // Alphabet is lowercase Crockford base32 (no i, l, o, u), the alphabet of every id.

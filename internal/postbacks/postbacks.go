@@ -236,7 +236,8 @@ WHERE previous_expires_at <= $1`, s.now())
 	return tag.RowsAffected(), nil
 }
 
-// checkURL applies the rule of the Webhook resource's spec.url to a postback URL: at most
+// checkURL applies the rule of the Webhook resource's spec.url to a postback URL, which may
+// also hold placeholders (ExpandURL): at most
 // 2048 characters, absolute with a host, no credentials, no spaces or control characters, a port (if any)
 // from 1 to 65535, https:// — or http:// only to a loopback host (localhost, 127.0.0.1,
 // [::1]) for local development. The delivery workers still check the
@@ -252,6 +253,9 @@ func checkURL(raw string) error {
 	}
 	if strings.IndexFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 		return invalid("url must not contain spaces or control characters (percent-encode them)")
+	}
+	if err := checkPlaceholders(u, raw); err != nil {
+		return err
 	}
 	if u.User != nil {
 		return invalid("url must not contain credentials (user:password@); deliveries are signed instead")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
@@ -145,6 +146,10 @@ func TestTheURLFollowsTheWebhookRule(t *testing.T) {
 		{"a port beyond 65535 is refused", "http://127.0.0.1:99999/x", "url must have a port from 1 to 65535"},
 		{"a raw space is refused", "https://receiver.example/a b", "url must not contain spaces or control characters"},
 		{"a percent-encoded space is fine", "https://receiver.example/a%20b", ""},
+		{"placeholders in the path and query are accepted", "https://receiver.example/pb/{status}?cid={click_id}&a={amount}&s={sub1}", ""},
+		{"an unknown placeholder is refused", "https://receiver.example/pb?x={payout}", "unknown placeholder {payout}"},
+		{"an unmatched brace is refused", "https://receiver.example/pb?x={click_id", "unmatched brace"},
+		{"a closing brace alone is refused", "https://receiver.example/pb?x=click_id}", "unmatched brace"},
 		{"a URL over 2048 characters is refused", "https://receiver.example/" + strings.Repeat("a", 2048), "at most 2048 characters"},
 	}
 	for _, c := range cases {
@@ -276,4 +281,32 @@ func TestACompanySeesOnlyItsOwnSettings(t *testing.T) {
 	if s, _ := f.svc.Get(ctx, f.a); *s.URL != "https://a.example/pb" {
 		t.Fatalf("the other company's URL changed this one's: %v", *s.URL)
 	}
+}
+
+func TestExpandURLFillsEveryPlaceholderAndLeavesOtherURLsAlone(t *testing.T) {
+	body, _ := events.WebhookBody(events.Envelope{Type: events.CommissionStatusChanged, OccurredAt: time.Now(),
+		Data: []byte(`{"id":"cnv_1","status":"approved","amount":"10.00","commission_amount":"1.00","currency":"USD","click_id":"clk_1","sub1":"a/b c","external_id":"o-1","program_id":"prg_1","affiliate_id":"co_1"}`)})
+	cases := []struct{ name, url, want string }{
+		{"every placeholder", "https://r.example/p?" + placeholderQuery(), "https://r.example/p?click_id=clk_1&sub1=a%2Fb%20c&amount=10.00&commission=1.00&currency=USD&status=approved&conversion_id=cnv_1&external_id=o-1&program_id=prg_1&affiliate_id=co_1"},
+		{"no placeholder", "https://r.example/p?x=1", "https://r.example/p?x=1"},
+		{"a placeholder twice", "https://r.example/{status}/{status}", "https://r.example/approved/approved"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := postbacks.ExpandURL(c.url, body); got != c.want {
+				t.Fatalf("got  %s\nwant %s", got, c.want)
+			}
+		})
+	}
+	if got := postbacks.ExpandURL("https://r.example/{status}", []byte("not json")); got != "https://r.example/{status}" {
+		t.Fatalf("a body that is not an event changed the URL to %s", got)
+	}
+}
+
+func placeholderQuery() string {
+	var parts []string
+	for _, name := range postbacks.Placeholders {
+		parts = append(parts, name+"={"+name+"}")
+	}
+	return strings.Join(parts, "&")
 }

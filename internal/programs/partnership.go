@@ -262,3 +262,49 @@ func (s *Service) updatePartnership(ctx context.Context, a Actor, id string, cha
 	}
 	return p, nil
 }
+
+// ErrDecided is JoinInvited's answer when the affiliate's partnership of the program was
+// rejected or suspended: the advertiser decided, and an old invitation does not undo that.
+var ErrDecided = errors.New("the partnership with this program was rejected or suspended")
+
+// JoinInvited makes the affiliate an approved partner of the program inside tx (the
+// caller's, which also marks the invitation accepted), whatever the program's visibility:
+// its advertiser invited the affiliate. A pending application is approved; an approved
+// partnership is returned as it is, with created false.
+func JoinInvited(ctx context.Context, tx pgx.Tx, now time.Time, programID, affiliateID string) (Partnership, bool, error) {
+	args := pgx.NamedArgs{"program": programID, "company": affiliateID}
+	existing := `SELECT ` + partnershipColumns + partnershipFrom + `s.program_id = @program AND s.affiliate_id = @company FOR UPDATE OF s`
+	p, err := queryOne(ctx, tx, "partnership", existing, args, scanPartnership)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return Partnership{}, false, err
+	case p.Status == Approved:
+		return p, false, nil
+	case p.Status == Pending:
+		p.Status, p.UpdatedAt = Approved, now
+		if _, err := tx.Exec(ctx, `UPDATE partnerships SET status = $2, updated_at = $3 WHERE id = $1`, p.ID, p.Status, now); err != nil {
+			return Partnership{}, false, fmt.Errorf("approve invited partnership: %w", err)
+		}
+		return p, false, notifyLinksChanged(ctx, tx, p.ProgramID)
+	default:
+		return Partnership{}, false, ErrDecided
+	}
+	var prog struct{ advertiser, currency string }
+	if err := tx.QueryRow(ctx, `SELECT advertiser_id, currency FROM programs WHERE id = $1 AND status <> $2 FOR SHARE`, programID, ProgramArchived).
+		Scan(&prog.advertiser, &prog.currency); errors.Is(err, pgx.ErrNoRows) {
+		return Partnership{}, false, &NotFoundError{What: "program"}
+	} else if err != nil {
+		return Partnership{}, false, fmt.Errorf("invited program: %w", err)
+	}
+	p = Partnership{ID: ids.New(ids.Partnership), ProgramID: programID, AffiliateID: affiliateID, AdvertiserID: prog.advertiser,
+		Status: Approved, Currency: prog.currency, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	if _, err := tx.Exec(ctx, `INSERT INTO partnerships (id, program_id, affiliate_id, advertiser_id, status, message, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, '', $6, $6)`, p.ID, p.ProgramID, p.AffiliateID, p.AdvertiserID, p.Status, p.CreatedAt); err != nil {
+		return Partnership{}, false, fmt.Errorf("create invited partnership: %w", err)
+	}
+	if err := writeCreatedEvent(ctx, tx, p); err != nil {
+		return Partnership{}, false, err
+	}
+	return p, true, notifyLinksChanged(ctx, tx, p.ProgramID)
+}

@@ -24,6 +24,13 @@ type Users interface {
 	RecordLogin(ctx context.Context, userID string) error
 }
 
+// Invitations lets a first sign-in join the company that invited the address to its team
+// (people.Service).
+type Invitations interface {
+	HasTeamInvitation(ctx context.Context, email string) (bool, error)
+	AcceptTeamInvitation(ctx context.Context, email, name string) (identity.User, identity.Company, bool, error)
+}
+
 // Sessions issues dashboard sessions.
 type Sessions interface {
 	Issue(ctx context.Context, s session.Subject, meta session.Meta) (session.Tokens, error)
@@ -76,11 +83,19 @@ type Service struct {
 	sessions Sessions
 	codes    Codes // nil when e-mail is not configured
 	oauth    OAuth // nil when no provider is configured
+	invites  Invitations
 }
 
 // New returns the service; codes or oauth may be nil (that method is then disabled).
 func New(users Users, sessions Sessions, codes Codes, oauth OAuth) *Service {
 	return &Service{users: users, sessions: sessions, codes: codes, oauth: oauth}
+}
+
+// WithInvitations makes first sign-ins of invited addresses join the inviting company; it
+// returns s.
+func (s *Service) WithInvitations(inv Invitations) *Service {
+	s.invites = inv
+	return s
 }
 
 // RequestCode e-mails a sign-in code. It behaves the same for known and unknown addresses.
@@ -109,6 +124,9 @@ func (s *Service) SignInWithCode(ctx context.Context, email, code string, reg *R
 		accept = func(ctx context.Context, addr string) error {
 			_, err := s.users.UserByEmail(ctx, addr)
 			if errors.Is(err, identity.ErrNotFound) {
+				if invited, ierr := s.invited(ctx, addr); ierr != nil || invited {
+					return ierr
+				}
 				return ErrRegistrationRequired
 			}
 			return err
@@ -199,6 +217,18 @@ func (s *Service) signIn(ctx context.Context, email, name string, reg *Registrat
 	u, err := s.users.UserByEmail(ctx, email)
 	switch {
 	case errors.Is(err, identity.ErrNotFound):
+		// An invitation wins over a sign-up form: whoever was invited and signs up anyway
+		// means to join, and an address belongs to one company only.
+		if s.invites != nil {
+			joined, co, ok, jerr := s.invites.AcceptTeamInvitation(ctx, email, name)
+			if jerr != nil {
+				return Result{}, fmt.Errorf("join invited team: %w", jerr)
+			}
+			if ok {
+				u, res.Company, res.Registered = joined, co, true
+				break
+			}
+		}
 		if reg == nil {
 			return Result{}, ErrRegistrationRequired
 		}
@@ -237,6 +267,14 @@ func (s *Service) signIn(ctx context.Context, email, name string, reg *Registrat
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// invited reports whether the address has an open team invitation.
+func (s *Service) invited(ctx context.Context, addr string) (bool, error) {
+	if s.invites == nil {
+		return false, nil
+	}
+	return s.invites.HasTeamInvitation(ctx, addr)
 }
 
 func (r *Registration) validate() error {

@@ -242,7 +242,9 @@ type doorRun struct {
 func (c *cluster) clicksThroughTheDoor(t *testing.T, w *world, fd *frontDoor, first int, mode string) *doorRun {
 	t.Helper()
 	began := time.Now()
-	defer func() { t.Logf("%s: visitors through the front door checked in %s", mode, time.Since(began).Round(time.Second)) }()
+	defer func() {
+		t.Logf("%s: visitors through the front door checked in %s", mode, time.Since(began).Round(time.Second))
+	}()
 	r := &doorRun{w: w, fd: fd, mode: mode, reader: w.withNewKey(t, w.adv)}
 	r.linkID, r.code = w.newLink(t, "door-"+strings.ReplaceAll(strings.ToLower(mode), " ", "-"))
 	for i := range 12 {

@@ -18,13 +18,17 @@ async function load() {
       form.querySelector('button[type=submit]').disabled = approved.length === 0;
       if (!approved.length) flash(t('links.no_partnership'));
     }
-    const page = await api.get('/api/tracking-links', { limit: 100 });
+    const [page, figures] = await Promise.all([api.get('/api/tracking-links', { limit: 100 }), linkFigures()]);
+    const fig = (l) => figures.get(l.id) || { clicks: 0, conversions: { total: 0 }, amounts: [] };
     table(container, [
       { label: t('links.program'), render: (l) => names.get(l.program_id) || l.program_id },
       !affiliate && { label: t('partnerships.affiliate'), render: (l) => l.affiliate_name || l.affiliate_id },
       { label: t('links.url'), class: 'mono', render: (l) => h('div', { class: 'row' }, h('span', {}, l.url),
         h('button', { type: 'button', class: 'copy', dataset: { value: l.url }, 'aria-label': t('links.copy_of', { url: l.url }) }, t('common.copy'))) },
       { label: t('links.sub1'), render: (l) => l.sub1 || '–' },
+      { label: t('links.clicks_30d'), class: 'num', render: (l) => fmt.number(fig(l).clicks) },
+      { label: t('links.conversions_30d'), class: 'num', render: (l) => fmt.number(fig(l).conversions.total) },
+      { label: affiliate ? t('links.earnings_30d') : t('links.commission_30d'), class: 'num', render: (l) => earnings(fig(l)) },
       { label: t('common.created'), render: (l) => fmt.dateTime(l.created_at) },
       { label: t('common.status'), render: (l) => badge(l.status) },
       affiliate && canWrite && { label: t('common.actions'), render: (l) => (l.status === 'active'
@@ -34,6 +38,22 @@ async function load() {
   } catch (err) {
     showError(err);
   }
+}
+
+// linkFigures are the last 30 days' figures of each link, by link id: a link missing has
+// none.
+async function linkFigures() {
+  const to = new Date();
+  const from = new Date(to.getTime() - 29 * 864e5);
+  const day = (d) => d.toISOString().slice(0, 10);
+  const report = await api.get('/api/stats', { group_by: 'link', from: day(from), to: day(to), limit: 1000 });
+  return new Map(report.data.map((r) => [r.link_id, r]));
+}
+
+// earnings is a link's commission in its program's currency (one per link), '–' without any.
+function earnings(r) {
+  const a = r.amounts.find((m) => Number(m.commission) !== 0) || r.amounts[0];
+  return a ? fmt.money(a.commission, a.currency) : '–';
 }
 
 async function toggle(l) {

@@ -1,7 +1,7 @@
 import { api, withQuery } from '../api.js';
-import { fmt, t } from '../boot.js';
+import { boot, fmt, t } from '../boot.js';
 import { chart } from '../chart.js';
-import { clearFlash, flash, h, showError } from '../ui.js';
+import { clearFlash, flash, h, showError, table } from '../ui.js';
 
 const form = document.getElementById('range-form');
 const totalsEl = document.getElementById('totals');
@@ -71,6 +71,32 @@ function render() {
     { key: 'epc', label: cur ? `${t('stats.epc')} (${cur})` : t('stats.epc'), values: col((r) => Number(inCur(r).epc)), cls: 's4' },
   ] });
   if (tot.clicks === 0 && tot.conversions.total === 0) flash(t('overview.no_data'));
+  if (boot.kind === 'advertiser') leaders(cur);
+}
+
+// leaders is the brand's partner leaderboard of the period: the ten affiliates that earned the
+// most commission in the chosen currency, then by clicks.
+async function leaders(cur) {
+  const section = document.getElementById('leaders-section');
+  let rows;
+  try {
+    rows = (await api.get('/api/stats', { group_by: 'affiliate', from: form.from.value, to: form.to.value, limit: 1000 })).data;
+  } catch (err) {
+    showError(err);
+    return;
+  }
+  const earned = (r) => Number((r.amounts.find((a) => a.currency === cur) || { commission: 0 }).commission);
+  const inCur = (r) => r.amounts.find((a) => a.currency === cur) || { commission: '0', epc: '0' };
+  rows.sort((a, b) => earned(b) - earned(a) || b.clicks - a.clicks);
+  section.hidden = rows.length === 0;
+  table(document.getElementById('leaders'), [
+    { label: t('overview.rank'), class: 'num', render: (r) => fmt.number(rows.indexOf(r) + 1) },
+    { label: t('overview.partner'), render: (r) => r.affiliate_name || r.affiliate_id },
+    { label: t('stats.clicks'), class: 'num', render: (r) => fmt.number(r.clicks) },
+    { label: t('stats.conversions'), class: 'num', render: (r) => fmt.number(r.conversions.total) },
+    { label: t('stats.commission'), class: 'num', render: (r) => (cur ? fmt.money(inCur(r).commission, cur) : '–') },
+    { label: t('stats.epc'), class: 'num', render: (r) => (cur ? fmt.money(inCur(r).epc, cur) : '–') },
+  ], rows.slice(0, 10), { caption: t('overview.leaders') });
 }
 
 form.currency.addEventListener('change', () => { if (report) render(); });

@@ -1,6 +1,7 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { deliveryTable } from '../deliveries.js';
+import { sendTest } from '../sendtest.js';
 import { busy, clearFlash, flash, showError } from '../ui.js';
 
 const canWrite = boot.role !== 'member';
@@ -12,6 +13,7 @@ function showSettings(s) {
   document.getElementById('pb-secret-info').textContent = s.secret_created_at
     ? t('postbacks.secret_since', { date: fmt.dateTime(s.secret_created_at) }) : t('postbacks.no_secret');
   document.getElementById('pb-rotate').disabled = !s.url;
+  document.getElementById('pb-test').disabled = !s.url;
 }
 
 function showSecret(secret) {
@@ -75,6 +77,12 @@ document.getElementById('pb-rotate').addEventListener('click', async () => {
   } catch (err) {
     showError(err);
   }
+});
+
+document.getElementById('pb-test').addEventListener('click', async () => {
+  clearFlash();
+  await sendTest({ postback: true });
+  await loadDeliveries();
 });
 
 document.querySelectorAll('[data-writers-only]').forEach((el) => { if (!canWrite) el.hidden = true; });

@@ -1,6 +1,7 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { badge, busy, clearFlash, flash, h, showError, table } from '../ui.js';
+import { loadMyInvitations, showAffiliateInvitations } from '../people.js';
 
 const advertiser = boot.kind === 'advertiser';
 const canWrite = boot.role !== 'member';
@@ -51,7 +52,8 @@ async function load() {
     columns.push({ label: t('common.status'), render: (p) => badge(p.status) });
     columns.push({ label: t('common.actions'), render: (p) => h('div', { class: 'row' },
       canWrite && h('button', { type: 'button', onclick: () => edit(p), 'aria-label': t('programs.edit_of', { name: p.name }) }, t('common.edit')),
-      h('button', { type: 'button', onclick: () => showPromotions(p), 'aria-label': t('promotions.of', { name: p.name }) }, t('promotions.title'))) });
+      h('button', { type: 'button', onclick: () => showPromotions(p), 'aria-label': t('promotions.of', { name: p.name }) }, t('promotions.title')),
+      p.status !== 'archived' && h('button', { type: 'button', onclick: () => showAffiliateInvitations(p), 'aria-label': t('affiliate_invitations.invite_of', { name: p.name }) }, t('affiliate_invitations.invite'))) });
   } else {
     columns.push({ label: t('programs.partnership'), render: (p) => {
       const ps = partnerships.get(p.id);
@@ -237,3 +239,4 @@ if (applyForm) {
 
 document.querySelectorAll('[data-writers-only]').forEach((el) => { if (!canWrite) el.hidden = true; });
 load();
+if (!advertiser) loadMyInvitations(load);

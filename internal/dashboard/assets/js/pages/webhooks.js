@@ -1,6 +1,7 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { deliveryTable } from '../deliveries.js';
+import { sendTest } from '../sendtest.js';
 import { badge, busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
 
 const form = document.getElementById('hook-form');
@@ -36,6 +37,7 @@ async function load() {
     { label: t('webhooks.rotated'), render: (w) => fmt.dateTime(w.secret_rotated_at) },
     { label: t('common.actions'), render: (w) => h('div', { class: 'row' },
       h('button', { type: 'button', onclick: () => showDeliveries(w), 'aria-label': t('webhooks.history_of', { url: w.url }) }, t('webhooks.history')),
+      canManage && w.ready && h('button', { type: 'button', onclick: () => { clearFlash(); sendTest({ webhook_id: w.id }); }, 'aria-label': t('sendtest.send_of', { url: w.url }) }, t('sendtest.send')),
       canManage && h('button', { type: 'button', onclick: () => edit(w), 'aria-label': t('webhooks.edit_of', { url: w.url }) }, t('common.edit')),
       canManage && h('button', { type: 'button', onclick: () => rotate(w), 'aria-label': t('webhooks.rotate_of', { url: w.url }) }, t('webhooks.rotate')),
       canManage && h('button', { type: 'button', class: 'danger', onclick: () => remove(w), 'aria-label': t('webhooks.delete_of', { url: w.url }) }, t('common.delete'))) },

@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS affiliate_invitations;
+DROP TABLE IF EXISTS team_invitations;
