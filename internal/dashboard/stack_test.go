@@ -160,6 +160,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountPrograms(s.prg)
 	srv.MountTracking(s.lks, clicks, httpapi.TrackingOptions{})
 	srv.MountPartnerships(s.prg)
+	srv.MountOnboarding(s.prg)
 	pbs := postbacks.NewService(db, postbacks.Options{})
 	// The delivery routes' literal paths go before the webhook routes' /api/webhooks/:id.
 	if hooks != nil {

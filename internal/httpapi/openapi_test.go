@@ -80,6 +80,7 @@ func everyArea() *httpapi.Server {
 	srv.MountAPIKeys(nil)
 	srv.MountPrograms(nil)
 	srv.MountPartnerships(nil)
+	srv.MountOnboarding(nil)
 	srv.MountTracking(nil, nil, httpapi.TrackingOptions{})
 	srv.MountConversions(nil)
 	srv.MountPayouts(nil)
