@@ -34,7 +34,7 @@ type Partnership struct {
 	// Answers are the affiliate's answers to the program's questions, as it applied.
 	Answers   []Answer  `json:"answers"`
 	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // ApplyInput is an affiliate's application to a program.
