@@ -14,7 +14,7 @@ var Categories = []string{"b2b", "education", "ecommerce", "fashion", "finance",
 const (
 	MaxCategories   = 3
 	MaxTerms        = 10000
-	MaxQuestions    = 5
+	MaxQuestions    = 3
 	MaxQuestionText = 300
 	MaxAnswer       = 2000
 )

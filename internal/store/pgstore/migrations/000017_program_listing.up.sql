@@ -4,7 +4,7 @@ ALTER TABLE programs
     ADD COLUMN website    text   NOT NULL DEFAULT '' CHECK (length(website) <= 2048 AND (website = '' OR website ~* '^https?://')),
     ADD COLUMN terms      text   NOT NULL DEFAULT '' CHECK (length(terms) <= 10000),
     ADD COLUMN categories text[] NOT NULL DEFAULT '{}' CHECK (cardinality(categories) <= 3),
-    -- [{"text": "...", "required": true}], at most 5 (programs.MaxQuestions)
+    -- [{"text": "...", "required": true}], at most 3 (programs.MaxQuestions)
     ADD COLUMN questions  jsonb  NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(questions) = 'array');
 
 -- The answers as applied, with each question's text: a later edit of the questions does not
