@@ -509,6 +509,8 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			aff.open("/app/programs")
 			aff.fill("#apply-id", programID)
 			aff.click(`#apply-form button[type=submit]`)
+			aff.waitFor("the program's listing", fmt.Sprintf(`document.querySelector('#programs .listing-card[data-id=%q] button.apply')`, programID))
+			aff.click(fmt.Sprintf(`#programs .listing-card[data-id=%q] button.apply`, programID))
 			aff.waitFor("the pending application", `document.querySelector('#programs .badge.pending')`)
 			aff.screenshot("programs-affiliate")
 

@@ -76,11 +76,10 @@ export async function renderOnboarding(section) {
     showError(err);
     return;
   }
-  if (o.done || o.dismissed) {
-    section.hidden = true;
-    return;
-  }
-  section.hidden = false;
+  // state tells why the steps are shown or not (the browser tests wait for it).
+  section.dataset.state = o.dismissed ? 'dismissed' : o.done ? 'done' : 'open';
+  section.hidden = o.done || o.dismissed;
+  if (section.hidden) return;
   const body = section.querySelector('.onboarding-body');
   const redraw = () => renderOnboarding(section);
   const step = (done, title, ...content) => h('li', { class: done ? 'done' : '' },
