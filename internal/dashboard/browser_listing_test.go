@@ -124,19 +124,8 @@ func TestBrowserListingAndOnboarding(t *testing.T) {
 			aff.waitFor("the pending application", fmt.Sprintf(`%s.querySelector('.badge.pending')`, card))
 
 			// Both fit a phone.
-			for _, b := range []*browser{adv, aff} {
-				b.run(emulation.SetDeviceMetricsOverride(390, 844, 1, true))
-				for _, p := range []string{"/app", "/app/programs"} {
-					b.open(p)
-					b.waitFor("the page's data on "+p, `!document.querySelector('[aria-busy="true"]')`)
-					var overflow int
-					b.eval(`document.documentElement.scrollWidth - window.innerWidth`, &overflow)
-					if overflow > 0 {
-						t.Errorf("%s is %d px wider than a 390 px phone", p, overflow)
-					}
-				}
-				b.run(emulation.ClearDeviceMetricsOverride())
-			}
+			adv.fitsPhone(390, 844, "/app", "/app/programs")
+			aff.fitsPhone(390, 844, "/app", "/app/programs")
 
 			// The brand reads the answer with the application; every step is done, so the
 			// overview goes back to the figures alone.
@@ -148,4 +137,21 @@ func TestBrowserListingAndOnboarding(t *testing.T) {
 			adv.waitFor("the first steps gone", `(o => o.dataset.state === 'done' && o.hidden)(document.getElementById('onboarding'))`)
 		})
 	}
+}
+
+// fitsPhone opens each path on a phone's viewport and fails for any page that scrolls
+// sideways.
+func (b *browser) fitsPhone(width, height int, paths ...string) {
+	b.t.Helper()
+	b.run(emulation.SetDeviceMetricsOverride(int64(width), int64(height), 1, true))
+	for _, p := range paths {
+		b.open(p)
+		b.waitFor("the page's data on "+p, `!document.querySelector('[aria-busy="true"]')`)
+		var overflow int
+		b.eval(`document.documentElement.scrollWidth - window.innerWidth`, &overflow)
+		if overflow > 0 {
+			b.t.Errorf("%s is %d px wider than a %d px phone", p, overflow, width)
+		}
+	}
+	b.run(emulation.ClearDeviceMetricsOverride())
 }

@@ -89,24 +89,30 @@ func (s *Service) Onboarding(ctx context.Context, a Actor) (Onboarding, error) {
 	if err != nil {
 		return Onboarding{}, fmt.Errorf("read onboarding: %w", err)
 	}
-	prog, err := queryOne(ctx, s.db, "program", `SELECT `+programColumns+` FROM programs p WHERE p.advertiser_id = @company ORDER BY p.id DESC LIMIT 1`,
-		pgx.NamedArgs{"company": a.CompanyID}, scanProgram)
-	switch {
-	case err == nil:
-		o.Program, o.Steps.Program = &prog, true
-	case !errors.Is(err, ErrNotFound):
+	args := pgx.NamedArgs{"company": a.CompanyID}
+	if o.Program, err = maybeOne(ctx, s.db, "program", `SELECT `+programColumns+` FROM programs p WHERE p.advertiser_id = @company ORDER BY p.id DESC LIMIT 1`,
+		args, scanProgram); err != nil {
 		return Onboarding{}, err
 	}
-	last, err := queryOne(ctx, s.db, "test conversion", `SELECT `+testColumns+` FROM test_conversions WHERE advertiser_id = @company ORDER BY id DESC LIMIT 1`,
-		pgx.NamedArgs{"company": a.CompanyID}, scanTest)
-	switch {
-	case err == nil:
-		o.LastTest, o.Steps.TestConversion = &last, true
-	case !errors.Is(err, ErrNotFound):
+	if o.LastTest, err = maybeOne(ctx, s.db, "test conversion", `SELECT `+testColumns+` FROM test_conversions WHERE advertiser_id = @company ORDER BY id DESC LIMIT 1`,
+		args, scanTest); err != nil {
 		return Onboarding{}, err
 	}
+	o.Steps.Program, o.Steps.TestConversion = o.Program != nil, o.LastTest != nil
 	o.Done = o.Steps.Program && o.Steps.Tracking && o.Steps.TestConversion && o.Steps.Partner
 	return o, nil
+}
+
+// maybeOne is queryOne where no row is nil, not an error.
+func maybeOne[T any](ctx context.Context, q querier, what, sql string, args pgx.NamedArgs, scan pgx.RowToFunc[T]) (*T, error) {
+	v, err := queryOne(ctx, q, what, sql, args, scan)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
 }
 
 // DismissOnboarding hides the brand's onboarding for good (for the whole company).
