@@ -44,7 +44,7 @@ export function trackingGuide(p, onKey) {
       h('li', {}, h('p', {}, t('onboarding.step_link', { param: p.click_param })), snippet('ex-link-' + p.id, t('onboarding.link_format'), ex.link)),
       h('li', {}, h('p', {}, t('onboarding.step_api')), keyRow, snippet('ex-curl-' + p.id, t('onboarding.api_example'), ex.curl),
         snippet('ex-test-' + p.id, t('onboarding.test_example'), ex.test)),
-      h('li', {}, h('p', {}, t('onboarding.step_postback')), snippet('ex-postback-' + p.id, t('onboarding.postback_example'), ex.postback))));
+      h('li', {}, h('p', {}, t('onboarding.step_postback', { id: p.id })), snippet('ex-postback-' + p.id, t('onboarding.postback_example'), ex.postback))));
 }
 
 async function makeKey(onKey) {
