@@ -134,6 +134,7 @@ func TestOnboardingRoutes(t *testing.T) {
 		{"a malformed program id", "/api/onboarding/test-conversion", f.advOwner, `{"program_id":"nope","external_id":"x"}`, 400, "validation_failed"},
 		{"an API key on the dashboard route", "/api/onboarding/test-conversion", apiKey(f.adv), `{}`, 401, "api_key_not_allowed"},
 		{"a member may not dismiss", "/api/onboarding/dismiss", f.advMember, "", 403, "forbidden"},
+		{"a member may not send a test", "/api/onboarding/test-conversion", f.advMember, fmt.Sprintf(`{"program_id":%q,"external_id":"x"}`, p.ID), 403, "forbidden"},
 	} {
 		t.Run(c.name, func(t *testing.T) { expect(t, f.do(t, "POST", c.path, c.headers, c.body), c.status, c.code) })
 	}

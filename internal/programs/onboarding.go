@@ -148,6 +148,9 @@ func (s *Service) RegisterTestConversion(ctx context.Context, a Actor, source st
 	if err := a.requireAdvertiser(); err != nil {
 		return TestConversion{}, err
 	}
+	if !a.canWrite() {
+		return TestConversion{}, &ForbiddenError{Reason: "only owners and admins send test conversions"}
+	}
 	v := &validator{}
 	v.id("program_id", ids.Program, in.ProgramID)
 	v.text("external_id", in.ExternalID, 1, 255, false)
