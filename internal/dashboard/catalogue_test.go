@@ -29,6 +29,7 @@ func dynamicKeys() []string {
 	}
 	for _, v := range []string{"public", "approval"} {
 		keys = append(keys, "programs.visibility_"+v)
+		keys = append(keys, "listing.visibility_"+v)
 	}
 	for _, c := range programs.Categories {
 		keys = append(keys, "listing.cat_"+c)

@@ -46,7 +46,7 @@ function card(p, ps, { onApplied, onPromotions, ruleText }) {
       fact(t('programs.rule'), (ruleText || defaultRule)(p.commission, p.currency)),
       fact(t('listing.hold'), holdText(p)),
       fact(t('programs.window'), t('programs.days', { n: fmt.number(p.attribution_window_days) })),
-      fact(t('programs.visibility'), t('programs.visibility_' + p.visibility))),
+      fact(t('listing.joining'), t('listing.visibility_' + p.visibility))),
     p.terms && h('details', { class: 'terms' }, h('summary', {}, t('listing.terms')), h('p', {}, p.terms)),
     h('div', { class: 'row' }, action,
       h('button', { type: 'button', onclick: () => onPromotions(p), 'aria-label': t('promotions.of', { name: p.name }) }, t('promotions.title'))),
