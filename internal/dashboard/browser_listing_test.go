@@ -61,6 +61,8 @@ func TestBrowserListingAndOnboarding(t *testing.T) {
 			adv.eval(`(document.getElementById('p-visibility').value = 'public', document.querySelector('input[name=categories][value=travel]').click(), true)`, &ignored)
 			adv.click(`#program-form button[type=submit]`)
 			adv.waitFor("the second program", fmt.Sprintf(`document.getElementById('tracking-of').textContent === %q`, open))
+			var openID string
+			adv.eval(`document.querySelector('#tracking .tracking-guide').dataset.program`, &openID)
 			adv.screenshot("programs-tracking")
 
 			// The first steps: a key made on the spot lands in the examples; a test
@@ -87,6 +89,12 @@ func TestBrowserListingAndOnboarding(t *testing.T) {
 			}
 			adv.open("/app")
 			adv.waitFor("three steps done", `document.querySelectorAll('#onboarding .steps > li.done').length === 3`)
+			var joinLink string
+			adv.eval(`document.querySelector('code[id^="ex-join-"]').textContent`, &joinLink)
+			// The examples are of the newest program.
+			if want := s.base + "/app/programs?program=" + openID; joinLink != want {
+				t.Fatalf("join link %q, want %q", joinLink, want)
+			}
 
 			// The affiliate finds the open program, not the invitation-only one.
 			aff := newBrowser(t, s.base, lang, 1280, 900)
@@ -107,9 +115,9 @@ func TestBrowserListingAndOnboarding(t *testing.T) {
 			aff.waitFor("joined at once, the keyboard on the card", fmt.Sprintf(`(c => c && c.querySelector('.badge.approved') && document.activeElement === c.querySelector('h3'))
 				([...document.querySelectorAll('#programs .listing-card')].find(c => c.textContent.includes(%q)))`, open))
 
-			// The invitation-only program by its id: its listing, then Apply with the answer.
-			aff.fill("#apply-id", secretID)
-			aff.click(`#apply-form button[type=submit]`)
+			// The invitation-only program through the brand's join link: its listing, then
+			// Apply with the answer.
+			aff.open(strings.Replace(strings.TrimPrefix(joinLink, s.base), openID, secretID, 1))
 			card := fmt.Sprintf(`document.querySelector('#programs .listing-card[data-id=%q]')`, secretID)
 			aff.waitFor("the invited program's listing", fmt.Sprintf(`(c => c && c.textContent.includes('trail.example') && c.textContent.includes(%q)
 				&& c.textContent.includes('No brand bidding.') && c.textContent.includes(%q))(%s)`, w["fashion"], w["by"], card))

@@ -95,7 +95,9 @@ export async function renderOnboarding(section) {
         o.last_test && testResult(o.last_test))
       : h('p', { class: 'muted' }, t('onboarding.needs_program'))),
     step(o.steps.partner, t('onboarding.step4'), p
-      ? h('p', {}, t('onboarding.invite_help'), ' ', h('code', { class: 'mono' }, p.id), ' ', h('a', { href: '/app/partnerships' }, t('onboarding.partnerships_link')))
+      ? h('div', {}, h('p', {}, t('onboarding.invite_help')),
+        snippet('ex-join-' + p.id, t('onboarding.join_link'), `${location.origin}/app/programs?program=${p.id}`),
+        h('p', {}, h('a', { href: '/app/partnerships' }, t('onboarding.partnerships_link'))))
       : h('p', { class: 'muted' }, t('onboarding.needs_program')))));
 }
 
