@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"testing"
+
+	"github.com/partnerstream/partnerstream/internal/programs"
 )
 
 // keyUses finds the message ids the templates and modules use: .T "id" / $.T "id" in
@@ -27,6 +29,10 @@ func dynamicKeys() []string {
 	}
 	for _, v := range []string{"public", "approval"} {
 		keys = append(keys, "programs.visibility_"+v)
+		keys = append(keys, "listing.visibility_"+v)
+	}
+	for _, c := range programs.Categories {
+		keys = append(keys, "listing.cat_"+c)
 	}
 	for _, a := range []string{"reject", "suspend"} {
 		keys = append(keys, "partnerships.confirm_"+a)

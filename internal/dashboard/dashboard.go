@@ -17,6 +17,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/programs"
 	"github.com/partnerstream/partnerstream/internal/session"
 )
 
@@ -132,7 +133,7 @@ var loginPage = &page{Name: "login", Path: "/login"}
 // pages in the order of the navigation.
 var pages = []*page{
 	{Name: "overview", Path: "/app"},
-	{Name: "programs", Path: "/app/programs"},
+	{Name: "programs", Path: "/app/programs", Extra: map[string]any{"Categories": programs.Categories, "Questions": questionNumbers()}},
 	{Name: "partnerships", Path: "/app/partnerships", Extra: map[string]any{"Statuses": partnershipStatuses}},
 	{Name: "links", Path: "/app/links"},
 	{Name: "conversions", Path: "/app/conversions", Extra: map[string]any{"Statuses": commissionStatuses}},
@@ -151,6 +152,15 @@ var (
 	partnershipStatuses = []string{"pending", "approved", "rejected", "suspended"}
 	webhookEvents       = events.Types
 )
+
+// questionNumbers numbers the question fields of the program form, 1 to programs.MaxQuestions.
+func questionNumbers() []int {
+	n := make([]int, programs.MaxQuestions)
+	for i := range n {
+		n[i] = i + 1
+	}
+	return n
+}
 
 func pageAt(path string) *page {
 	path = strings.TrimSuffix(path, "/")

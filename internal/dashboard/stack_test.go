@@ -164,6 +164,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountTracking(s.lks, clicks, httpapi.TrackingOptions{})
 	srv.MountPartnerships(s.prg)
 	srv.MountProfiles(s.prg)
+	srv.MountOnboarding(s.prg)
 	pbs := postbacks.NewService(db, postbacks.Options{})
 	// "Send test" reaches the tests' receivers on loopback through the delivery workers'
 	// guarded client.

@@ -90,5 +90,7 @@ func ensureProgram(ctx context.Context, progs Programs, adv programs.Actor) (pro
 		Name: demoProgram, Description: "A demo shop paying 10% of every sale.", LandingURL: "https://shop.example.com/",
 		Currency: "EUR", Commission: &programs.RuleInput{Type: programs.Percent, Percent: "10"},
 		AttributionWindowDays: &window, Visibility: programs.Public,
+		Website: "https://shop.example.com/", Categories: []string{"ecommerce"},
+		Terms: "No bidding on the shop's brand name; no coupon sites.",
 	})
 }

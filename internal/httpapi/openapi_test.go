@@ -81,6 +81,7 @@ func everyArea() *httpapi.Server {
 	srv.MountPrograms(nil)
 	srv.MountPartnerships(nil)
 	srv.MountProfiles(nil)
+	srv.MountOnboarding(nil)
 	srv.MountTracking(nil, nil, httpapi.TrackingOptions{})
 	srv.MountConversions(nil)
 	srv.MountPayouts(nil)

@@ -49,7 +49,9 @@ func (h programHandlers) listPrograms(partnered bool) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		list, next, err := h.svc.ListPrograms(c.UserContext(), programsActor(c), programs.ProgramFilter{Status: c.Query("status"), Partnered: partnered}, p)
+		list, next, err := h.svc.ListPrograms(c.UserContext(), programsActor(c), programs.ProgramFilter{
+			Status: c.Query("status"), Partnered: partnered, Query: c.Query("q"), Category: c.Query("category"),
+		}, p)
 		return programsList(c, list, next, err)
 	}
 }

@@ -25,6 +25,7 @@ func newProgramsFixture(t *testing.T) *programsFixture {
 	svc := programs.NewService(f.db, programs.Options{})
 	f.srv.MountPrograms(svc)
 	f.srv.MountPartnerships(svc)
+	f.srv.MountOnboarding(svc)
 	_, f.adv2 = f.company(t, identity.Advertiser)
 	f.advOwner = f.dashboardAs(t, identity.Advertiser, "owner")
 	f.advMember = f.dashboardAs(t, identity.Advertiser, "member")

@@ -32,6 +32,9 @@ const (
 	Invitation  = "inv"
 )
 
+// TestConversion is a brand's test conversion (docs/programs.md, "Onboarding").
+const TestConversion = "tcv"
+
 // Alphabet is lowercase Crockford base32 (no i, l, o, u), the alphabet of every id.
 const Alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 

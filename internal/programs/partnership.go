@@ -33,15 +33,19 @@ type Partnership struct {
 	// Currency is the program's, in which a fixed override is written.
 	Currency string `json:"currency"`
 	// Commission overrides the program's rule for this affiliate; nil: the program's rule.
-	Commission *Rule     `json:"commission"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	Commission *Rule `json:"commission"`
+	// Answers are the affiliate's answers to the program's questions, as it applied.
+	Answers   []Answer  `json:"answers"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // ApplyInput is an affiliate's application to a program.
 type ApplyInput struct {
 	ProgramID string `json:"program_id"`
 	Message   string `json:"message"`
+	// Answers answer the program's questions, one per question in their order.
+	Answers []string `json:"answers"`
 }
 
 // PartnershipFilter narrows a partnership list; empty fields do not filter.
@@ -57,7 +61,7 @@ type PartnershipPatch struct {
 }
 
 const partnershipColumns = `s.id, s.program_id, s.affiliate_id, s.advertiser_id, s.status, s.message, s.commission_type,
-	s.commission_value, p.currency, s.created_at, s.updated_at, s.recurring_months, s.recurring_lifetime,
+	s.commission_value, p.currency, s.created_at, s.updated_at, s.recurring_months, s.recurring_lifetime, s.answers,
 	(SELECT name FROM companies WHERE id = s.affiliate_id), (SELECT name FROM companies WHERE id = s.advertiser_id)`
 
 func scanPartnership(row pgx.CollectableRow) (Partnership, error) {
@@ -69,7 +73,7 @@ func scanPartnership(row pgx.CollectableRow) (Partnership, error) {
 		lifetime bool
 	)
 	err := row.Scan(&p.ID, &p.ProgramID, &p.AffiliateID, &p.AdvertiserID, &p.Status, &p.Message, &ruleType, &value, &p.Currency,
-		&p.CreatedAt, &p.UpdatedAt, &months, &lifetime, &p.AffiliateName, &p.AdvertiserName)
+		&p.CreatedAt, &p.UpdatedAt, &months, &lifetime, &p.Answers, &p.AffiliateName, &p.AdvertiserName)
 	if ruleType != nil && value != nil {
 		p.Commission = &Rule{Type: *ruleType, Value: *value, Currency: p.Currency, Recurring: RecurringFrom(months, lifetime)}
 	}
@@ -125,15 +129,20 @@ func (s *Service) Apply(ctx context.Context, a Actor, in ApplyInput) (Partnershi
 		if err != nil {
 			return err
 		}
+		v := &validator{}
+		answered := answers(prog.Questions, in.Answers, v)
+		if err := v.err(); err != nil {
+			return err
+		}
 		now := s.now()
 		out = Partnership{ID: ids.New(ids.Partnership), ProgramID: prog.ID, AffiliateID: a.CompanyID, AdvertiserID: prog.AdvertiserID,
-			Status: Pending, Message: in.Message, Currency: prog.Currency, CreatedAt: now, UpdatedAt: now}
+			Status: Pending, Message: in.Message, Currency: prog.Currency, Answers: answered, CreatedAt: now, UpdatedAt: now}
 		if prog.Visibility == Public {
 			out.Status = Approved
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO partnerships (id, program_id, affiliate_id, advertiser_id, status, message, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (program_id, affiliate_id) DO NOTHING`,
-			out.ID, out.ProgramID, out.AffiliateID, out.AdvertiserID, out.Status, out.Message, now)
+		tag, err := tx.Exec(ctx, `INSERT INTO partnerships (id, program_id, affiliate_id, advertiser_id, status, message, created_at, updated_at, answers)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8) ON CONFLICT (program_id, affiliate_id) DO NOTHING`,
+			out.ID, out.ProgramID, out.AffiliateID, out.AdvertiserID, out.Status, out.Message, now, out.Answers)
 		if err != nil {
 			return fmt.Errorf("create partnership: %w", err)
 		}

@@ -3,6 +3,7 @@ package programs_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -108,7 +109,7 @@ func TestApplyingTwiceReturnsTheFirstPartnership(t *testing.T) {
 	prog := e.program(t, e.adv, programs.Approval, "")
 	first := e.apply(t, e.aff, prog.ID)
 	again, created, err := e.svc.Apply(e.ctx, e.aff, programs.ApplyInput{ProgramID: prog.ID, Message: "other"})
-	if err != nil || created || again != first {
+	if err != nil || created || !reflect.DeepEqual(again, first) {
 		t.Fatalf("again: %+v created=%v %v, want %+v", again, created, err, first)
 	}
 	// Rejected and on a paused program: still the same partnership, not a 404.

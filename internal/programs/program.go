@@ -61,9 +61,17 @@ type Program struct {
 	AttributionRule string `json:"attribution_rule"`
 	// CustomerWindowDays is how long a customer stays bound after its first conversion;
 	// nil: for life.
-	CustomerWindowDays *int      `json:"customer_window_days"`
-	CreatedAt          time.Time `json:"created_at"`
-	UpdatedAt          time.Time `json:"updated_at"`
+	CustomerWindowDays *int `json:"customer_window_days"`
+	// AdvertiserName is the brand's company name, which affiliates read in the listing.
+	AdvertiserName string `json:"advertiser_name"`
+	// Website is the brand's site ("" for none), Terms what the brand asks of its partners.
+	Website    string   `json:"website"`
+	Terms      string   `json:"terms"`
+	Categories []string `json:"categories"`
+	// Questions are asked of every affiliate that applies (Partnership.Answers).
+	Questions []Question `json:"questions"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 }
 
 // ProgramInput creates a program. Name, landing URL, currency and commission are required;
@@ -82,6 +90,10 @@ type ProgramInput struct {
 	ClickParam            string     `json:"click_param"`
 	AttributionRule       string     `json:"attribution_rule"`
 	CustomerWindowDays    *int       `json:"customer_window_days"`
+	Website               string     `json:"website"`
+	Terms                 string     `json:"terms"`
+	Categories            []string   `json:"categories"`
+	Questions             []Question `json:"questions"`
 }
 
 // ProgramPatch changes a program: absent fields stay, hold_days null clears the hold. A
@@ -101,6 +113,10 @@ type ProgramPatch struct {
 	ClickParam            Optional[string]     `json:"click_param"`
 	AttributionRule       Optional[string]     `json:"attribution_rule"`
 	CustomerWindowDays    Optional[int]        `json:"customer_window_days"`
+	Website               Optional[string]     `json:"website"`
+	Terms                 Optional[string]     `json:"terms"`
+	Categories            Optional[[]string]   `json:"categories"`
+	Questions             Optional[[]Question] `json:"questions"`
 }
 
 // ProgramFilter narrows a program list.
@@ -110,6 +126,10 @@ type ProgramFilter struct {
 	// not rejected: its own programs, without the public catalogue. Advertisers see their
 	// own programs either way.
 	Partnered bool
+	// Query keeps the programs whose name, description or brand name contains it (any case).
+	Query string
+	// Category keeps the programs of one of Categories.
+	Category string
 }
 
 var clickParamPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
@@ -121,6 +141,8 @@ func validProgram(in ProgramInput, v *validator) (Program, error) {
 		Name: strings.TrimSpace(in.Name), Description: in.Description, LandingURL: in.LandingURL,
 		Currency: in.Currency, HoldDays: in.HoldDays, Visibility: in.Visibility, Status: in.Status, ClickParam: in.ClickParam,
 		AttributionRule: in.AttributionRule, CustomerWindowDays: in.CustomerWindowDays,
+		Website: strings.TrimSpace(in.Website), Terms: in.Terms,
+		Categories: append([]string{}, in.Categories...), Questions: append([]Question{}, in.Questions...),
 	}
 	v.text("name", p.Name, 1, 200, false)
 	v.text("description", p.Description, 0, 5000, true)
@@ -152,6 +174,7 @@ func validProgram(in ProgramInput, v *validator) (Program, error) {
 	v.oneOf("attribution_rule", p.AttributionRule, FirstAffiliate, LastClick)
 	v.check(p.CustomerWindowDays == nil || (*p.CustomerWindowDays >= 1 && *p.CustomerWindowDays <= MaxCustomerWindowDays),
 		"customer_window_days", "must be 1 to 3650, or null for the customer's lifetime")
+	v.listing(&p)
 	return p, v.err()
 }
 
@@ -161,7 +184,8 @@ func (p Program) input() ProgramInput {
 	window, rateAge := p.AttributionWindowDays, p.MaxRateAgeDays
 	return ProgramInput{Name: p.Name, Description: p.Description, LandingURL: p.LandingURL, Currency: p.Currency,
 		Commission: &rule, AttributionWindowDays: &window, HoldDays: p.HoldDays, MaxRateAgeDays: &rateAge, Visibility: p.Visibility,
-		Status: p.Status, ClickParam: p.ClickParam, AttributionRule: p.AttributionRule, CustomerWindowDays: p.CustomerWindowDays}
+		Status: p.Status, ClickParam: p.ClickParam, AttributionRule: p.AttributionRule, CustomerWindowDays: p.CustomerWindowDays,
+		Website: p.Website, Terms: p.Terms, Categories: p.Categories, Questions: p.Questions}
 }
 
 func (pp ProgramPatch) apply(in ProgramInput, v *validator) ProgramInput {
@@ -178,6 +202,10 @@ func (pp ProgramPatch) apply(in ProgramInput, v *validator) ProgramInput {
 	patch(&in.ClickParam, pp.ClickParam, "click_param", v)
 	patch(&in.AttributionRule, pp.AttributionRule, "attribution_rule", v)
 	patchNullable(&in.CustomerWindowDays, pp.CustomerWindowDays)
+	patch(&in.Website, pp.Website, "website", v)
+	patch(&in.Terms, pp.Terms, "terms", v)
+	patch(&in.Categories, pp.Categories, "categories", v)
+	patch(&in.Questions, pp.Questions, "questions", v)
 	return in
 }
 
@@ -206,7 +234,8 @@ func patchNullable[T any](dst **T, o Optional[T]) {
 
 const programColumns = `p.id, p.advertiser_id, p.name, p.description, p.landing_url, p.currency, p.commission_type,
 	p.commission_value, p.attribution_window_days, p.hold_days, p.max_rate_age_days, p.visibility, p.status, p.click_param, p.created_at, p.updated_at,
-	p.attribution_rule, p.customer_window_days, p.recurring_months, p.recurring_lifetime`
+	p.attribution_rule, p.customer_window_days, p.recurring_months, p.recurring_lifetime,
+	p.website, p.terms, p.categories, p.questions, (SELECT c.name FROM companies c WHERE c.id = p.advertiser_id)`
 
 func scanProgram(row pgx.CollectableRow) (Program, error) {
 	var p Program
@@ -214,7 +243,8 @@ func scanProgram(row pgx.CollectableRow) (Program, error) {
 	var lifetime bool
 	err := row.Scan(&p.ID, &p.AdvertiserID, &p.Name, &p.Description, &p.LandingURL, &p.Currency, &p.Commission.Type,
 		&p.Commission.Value, &p.AttributionWindowDays, &p.HoldDays, &p.MaxRateAgeDays, &p.Visibility, &p.Status, &p.ClickParam, &p.CreatedAt, &p.UpdatedAt,
-		&p.AttributionRule, &p.CustomerWindowDays, &months, &lifetime)
+		&p.AttributionRule, &p.CustomerWindowDays, &months, &lifetime,
+		&p.Website, &p.Terms, &p.Categories, &p.Questions, &p.AdvertiserName)
 	p.Commission.Currency = p.Currency
 	p.Commission.Recurring = RecurringFrom(months, lifetime)
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
@@ -268,6 +298,10 @@ func (s *Service) ListPrograms(ctx context.Context, a Actor, f ProgramFilter, pr
 	if f.Status != "" {
 		v.oneOf("status", f.Status, ProgramActive, ProgramPaused, ProgramArchived)
 	}
+	if f.Category != "" {
+		v.oneOf("category", f.Category, Categories...)
+	}
+	v.text("q", f.Query, 0, 200, false)
 	if err := v.err(); err != nil {
 		return nil, "", err
 	}
@@ -276,8 +310,12 @@ func (s *Service) ListPrograms(ctx context.Context, a Actor, f ProgramFilter, pr
 		where = partnered
 	}
 	sql := `SELECT ` + programColumns + ` FROM programs p WHERE ` + where +
-		` AND (@status = '' OR p.status = @status) AND (@before = '' OR p.id < @before) ORDER BY p.id DESC LIMIT @limit`
-	rows, _ := s.db.Query(ctx, sql, pgx.NamedArgs{"company": a.CompanyID, "status": f.Status, "before": pr.Before, "limit": pr.Limit + 1})
+		` AND (@status = '' OR p.status = @status) AND (@before = '' OR p.id < @before)` +
+		` AND (@category = '' OR @category = ANY (p.categories))` +
+		` AND (@q = '' OR strpos(lower(p.name || ' ' || p.description || ' ' || (SELECT c.name FROM companies c WHERE c.id = p.advertiser_id)), lower(@q)) > 0)` +
+		` ORDER BY p.id DESC LIMIT @limit`
+	rows, _ := s.db.Query(ctx, sql, pgx.NamedArgs{"company": a.CompanyID, "status": f.Status, "before": pr.Before, "limit": pr.Limit + 1,
+		"category": f.Category, "q": strings.TrimSpace(f.Query)})
 	list, err := pgx.CollectRows(rows, scanProgram)
 	if err != nil {
 		return nil, "", fmt.Errorf("list programs: %w", err)
@@ -314,13 +352,18 @@ func (s *Service) CreateProgram(ctx context.Context, a Actor, in ProgramInput) (
 	months, lifetime := p.Commission.Recurring.Columns()
 	_, err = s.db.Exec(ctx, `INSERT INTO programs (id, advertiser_id, name, description, landing_url, currency, commission_type,
 		commission_value, attribution_window_days, hold_days, visibility, status, click_param, created_at, updated_at,
-		attribution_rule, customer_window_days, recurring_months, recurring_lifetime, max_rate_age_days)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19)`,
+		attribution_rule, customer_window_days, recurring_months, recurring_lifetime, max_rate_age_days,
+		website, terms, categories, questions)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
 		p.ID, p.AdvertiserID, p.Name, p.Description, p.LandingURL, p.Currency, p.Commission.Type, p.Commission.Value,
 		p.AttributionWindowDays, p.HoldDays, p.Visibility, p.Status, p.ClickParam, now,
-		p.AttributionRule, p.CustomerWindowDays, months, lifetime, p.MaxRateAgeDays)
+		p.AttributionRule, p.CustomerWindowDays, months, lifetime, p.MaxRateAgeDays,
+		p.Website, p.Terms, p.Categories, p.Questions)
 	if err != nil {
 		return Program{}, fmt.Errorf("create program: %w", err)
+	}
+	if err := s.db.QueryRow(ctx, `SELECT name FROM companies WHERE id = $1`, a.CompanyID).Scan(&p.AdvertiserName); err != nil {
+		return Program{}, fmt.Errorf("read the brand's name: %w", err)
 	}
 	return p, nil
 }
@@ -350,14 +393,16 @@ func (s *Service) UpdateProgram(ctx context.Context, a Actor, id string, pp Prog
 			}
 		}
 		next.ID, next.AdvertiserID, next.CreatedAt, next.UpdatedAt = cur.ID, cur.AdvertiserID, cur.CreatedAt, s.now()
+		next.AdvertiserName = cur.AdvertiserName
 		months, lifetime := next.Commission.Recurring.Columns()
 		if _, err := tx.Exec(ctx, `UPDATE programs SET name = $2, description = $3, landing_url = $4, commission_type = $5,
 			commission_value = $6, attribution_window_days = $7, hold_days = $8, visibility = $9, status = $10, click_param = $11,
 			updated_at = $12, attribution_rule = $13, customer_window_days = $14, recurring_months = $15, recurring_lifetime = $16,
-			max_rate_age_days = $17 WHERE id = $1`,
+			max_rate_age_days = $17, website = $18, terms = $19, categories = $20, questions = $21 WHERE id = $1`,
 			next.ID, next.Name, next.Description, next.LandingURL, next.Commission.Type, next.Commission.Value,
 			next.AttributionWindowDays, next.HoldDays, next.Visibility, next.Status, next.ClickParam, next.UpdatedAt,
-			next.AttributionRule, next.CustomerWindowDays, months, lifetime, next.MaxRateAgeDays); err != nil {
+			next.AttributionRule, next.CustomerWindowDays, months, lifetime, next.MaxRateAgeDays,
+			next.Website, next.Terms, next.Categories, next.Questions); err != nil {
 			return fmt.Errorf("update program: %w", err)
 		}
 		if next.Status != cur.Status || next.LandingURL != cur.LandingURL || next.ClickParam != cur.ClickParam {

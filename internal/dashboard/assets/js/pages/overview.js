@@ -2,6 +2,7 @@ import { api, withQuery } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { chart } from '../chart.js';
 import { clearFlash, flash, h, showError, table } from '../ui.js';
+import { renderOnboarding, wireDismiss } from '../onboarding.js';
 
 const form = document.getElementById('range-form');
 const totalsEl = document.getElementById('totals');
@@ -111,3 +112,10 @@ form.addEventListener('submit', (e) => {
 });
 
 load();
+
+// A brand sees its first steps above the charts until they are done or dismissed.
+const onboarding = document.getElementById('onboarding');
+if (onboarding && boot.kind === 'advertiser') {
+  wireDismiss(onboarding);
+  renderOnboarding(onboarding);
+}

@@ -22,7 +22,7 @@ async function load() {
       { label: t('partnerships.program'), render: (p) => names.get(p.program_id) || p.program_id },
       advertiser && { label: t('partnerships.affiliate'), render: (p) => p.affiliate_name || p.affiliate_id },
       !advertiser && { label: t('people.partner.brand'), render: (p) => p.advertiser_name || p.advertiser_id },
-      { label: t('partnerships.message'), render: (p) => p.message || '–' },
+      { label: t('partnerships.message'), render: application },
       { label: t('common.created'), render: (p) => fmt.dateTime(p.created_at) },
       { label: t('common.status'), render: (p) => badge(p.status) },
       { label: t('common.actions'), render: (p) => h('div', { class: 'row' },
@@ -36,6 +36,16 @@ async function load() {
   } catch (err) {
     showError(err);
   }
+}
+
+// application is what the affiliate wrote when applying: its message and its answers to
+// the program's questions, each under the question as it was asked.
+function application(p) {
+  const answers = p.answers || [];
+  if (!answers.length) return p.message || '–';
+  return h('div', { class: 'application' }, p.message && h('p', {}, p.message),
+    h('dl', { class: 'answers', 'aria-label': t('listing.answers') },
+      answers.map((a) => h('div', {}, h('dt', {}, a.question), h('dd', {}, a.answer || '–')))));
 }
 
 async function act(p, action) {

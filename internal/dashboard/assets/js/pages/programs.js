@@ -2,6 +2,8 @@ import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { badge, busy, clearFlash, flash, h, showError, table } from '../ui.js';
 import { loadMyInvitations, showAffiliateInvitations } from '../people.js';
+import { trackingGuide } from '../onboarding.js';
+import { listingCards } from '../listing.js';
 
 const advertiser = boot.kind === 'advertiser';
 const canWrite = boot.role !== 'member';
@@ -34,12 +36,20 @@ async function listAll(path, query = {}) {
   return out;
 }
 
+const searchForm = document.getElementById('search-form');
+
 async function load() {
   try {
-    programs = await listAll('/api/programs');
+    const query = searchForm ? { q: searchForm.q.value.trim(), category: searchForm.category.value } : {};
+    programs = await listAll('/api/programs', query);
     if (!advertiser) partnerships = new Map((await listAll('/api/partnerships')).map((p) => [p.program_id, p]));
   } catch (err) {
     showError(err);
+    return;
+  }
+  if (!advertiser) {
+    listingCards(list, programs, partnerships, { onApplied: load, onPromotions: showPromotions, ruleText,
+      empty: searchForm.q.value.trim() || searchForm.category.value ? t('listing.no_match') : t('programs.empty_browse') });
     return;
   }
   const columns = [
@@ -52,28 +62,21 @@ async function load() {
     columns.push({ label: t('common.status'), render: (p) => badge(p.status) });
     columns.push({ label: t('common.actions'), render: (p) => h('div', { class: 'row' },
       canWrite && h('button', { type: 'button', onclick: () => edit(p), 'aria-label': t('programs.edit_of', { name: p.name }) }, t('common.edit')),
+      h('button', { type: 'button', onclick: () => showTracking(p), 'aria-label': t('onboarding.tracking_of', { name: p.name }) }, t('onboarding.tracking')),
       h('button', { type: 'button', onclick: () => showPromotions(p), 'aria-label': t('promotions.of', { name: p.name }) }, t('promotions.title')),
       p.status !== 'archived' && h('button', { type: 'button', onclick: () => showAffiliateInvitations(p), 'aria-label': t('affiliate_invitations.invite_of', { name: p.name }) }, t('affiliate_invitations.invite'))) });
-  } else {
-    columns.push({ label: t('programs.partnership'), render: (p) => {
-      const ps = partnerships.get(p.id);
-      if (ps) return badge(ps.status);
-      return canWrite ? h('button', { type: 'button', class: 'primary', onclick: () => apply(p), 'aria-label': t('programs.apply_to', { name: p.name }) }, t('programs.apply')) : '–';
-    } });
-    columns.push({ label: t('common.actions'), render: (p) => h('button', { type: 'button', onclick: () => showPromotions(p), 'aria-label': t('promotions.of', { name: p.name }) }, t('promotions.title')) });
   }
-  table(list, columns, programs, { caption: t('programs.list_title'), empty: advertiser ? t('programs.empty') : t('programs.empty_browse') });
+  table(list, columns, programs, { caption: t('programs.list_title'), empty: t('programs.empty') });
 }
 
-async function apply(p) {
-  clearFlash();
-  try {
-    const ps = await api.post('/api/partnerships', { program_id: p.id });
-    flash(ps.status === 'approved' ? t('programs.applied_approved', { name: p.name }) : t('programs.applied_pending', { name: p.name }));
-    await load();
-  } catch (err) {
-    showError(err);
-  }
+// showTracking shows how to track program p: a new program's next step.
+function showTracking(p) {
+  const section = document.getElementById('tracking-section');
+  section.hidden = false;
+  document.getElementById('tracking-of').textContent = p.name;
+  const draw = () => document.getElementById('tracking').replaceChildren(trackingGuide(p, draw));
+  draw();
+  document.getElementById('tracking-title').focus();
 }
 
 function setMode(edit) {
@@ -98,8 +101,23 @@ function edit(p) {
   form.hold_days.value = p.hold_days ?? '';
   form.visibility.value = p.visibility;
   form.status.value = p.status;
+  form.description.value = p.description;
+  form.website.value = p.website;
+  form.terms.value = p.terms;
+  form.querySelectorAll('input[name="categories"]').forEach((c) => { c.checked = p.categories.includes(c.value); });
+  const texts = form.querySelectorAll('input[name="question"]');
+  const required = form.querySelectorAll('input[name="question_required"]');
+  texts.forEach((q, i) => { q.value = p.questions[i] ? p.questions[i].text : ''; required[i].checked = Boolean(p.questions[i] && p.questions[i].required); });
   setMode(true);
   form.name.focus();
+}
+
+// questionsOf reads the question rows that have a text.
+function questionsOf(f) {
+  const required = f.querySelectorAll('input[name="question_required"]');
+  return [...f.querySelectorAll('input[name="question"]')]
+    .map((q, i) => ({ text: q.value.trim(), required: required[i].checked }))
+    .filter((q) => q.text);
 }
 
 function programBody() {
@@ -117,6 +135,11 @@ function programBody() {
     visibility: form.visibility.value,
     status: form.status.value,
     hold_days: form.hold_days.value === '' ? null : Number(form.hold_days.value),
+    description: form.description.value.trim(),
+    website: form.website.value.trim(),
+    terms: form.terms.value.trim(),
+    categories: [...form.querySelectorAll('input[name="categories"]:checked')].map((c) => c.value),
+    questions: questionsOf(form),
   };
   if (form.attribution_window_days.value) body.attribution_window_days = Number(form.attribution_window_days.value);
   return body;
@@ -130,19 +153,21 @@ if (form) {
       flash(t('common.fill_required'), 'error');
       return;
     }
+    let created = null;
     await busy(form, async () => {
       try {
         if (form.id.value) {
           await api.patch(`/api/programs/${encodeURIComponent(form.id.value)}`, programBody());
           flash(t('programs.saved'));
         } else {
-          await api.post('/api/programs', programBody());
+          created = await api.post('/api/programs', programBody());
           flash(t('programs.created'));
         }
         form.reset();
         form.id.value = '';
         setMode(false);
         await load();
+        if (created) showTracking(created);
       } catch (err) {
         showError(err);
       }
@@ -227,16 +252,32 @@ promoForm.addEventListener('submit', async (e) => {
 
 document.getElementById('promotion-cancel').addEventListener('click', () => { resetPromoForm(); clearFlash(); promoForm.title.focus(); });
 
+// An invitation-only program is not listed: its id (the brand's join link) shows it, with
+// its terms and questions, above the listing.
 const applyForm = document.getElementById('apply-form');
+async function showInvited(id) {
+  clearFlash();
+  try {
+    const p = await api.get(`/api/programs/${encodeURIComponent(id)}`);
+    programs = [p, ...programs.filter((x) => x.id !== p.id)];
+    listingCards(list, programs, partnerships, { onApplied: load, onPromotions: showPromotions, ruleText });
+    const heading = list.querySelector(`[data-id="${p.id}"] h3`);
+    if (heading) heading.focus();
+  } catch (err) {
+    showError(err);
+  }
+}
 if (applyForm) {
   applyForm.addEventListener('submit', (e) => {
     e.preventDefault();
     const id = applyForm.program_id.value.trim();
     if (!id) { flash(t('common.fill_required'), 'error'); applyForm.program_id.focus(); return; }
-    apply({ id, name: id }).then(() => applyForm.reset());
+    showInvited(id).then(() => applyForm.reset());
   });
 }
+if (searchForm) searchForm.addEventListener('submit', (e) => { e.preventDefault(); clearFlash(); load(); });
 
 document.querySelectorAll('[data-writers-only]').forEach((el) => { if (!canWrite) el.hidden = true; });
-load();
+const joinId = new URLSearchParams(location.search).get('program');
+load().then(() => { if (!advertiser && joinId) showInvited(joinId); });
 if (!advertiser) loadMyInvitations(load);
