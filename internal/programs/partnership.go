@@ -315,5 +315,9 @@ func JoinInvited(ctx context.Context, tx pgx.Tx, now time.Time, programID, affil
 	if err := writeCreatedEvent(ctx, tx, p); err != nil {
 		return Partnership{}, false, err
 	}
+	// Read back as every partnership is read: its answers (none) and the companies' names.
+	if p, err = queryOne(ctx, tx, "partnership", existing, args, scanPartnership); err != nil {
+		return Partnership{}, false, err
+	}
 	return p, true, notifyLinksChanged(ctx, tx, p.ProgramID)
 }
