@@ -120,7 +120,7 @@ func TestBrowserPeople(t *testing.T) {
 			aff.screenshot("programs-invited")
 			aff.clickRow("#my-invitations", prog.Name, w["accept"])
 			aff.flashSays(w["accepted"])
-			aff.waitFor("the approved partnership", fmt.Sprintf(`(r => r && r.textContent.includes(%q))([...document.querySelectorAll('#programs tbody tr')].find(r => r.textContent.includes(%q)))`, w["approved"], prog.Name))
+			aff.waitFor("the approved partnership", fmt.Sprintf(`(r => r && r.textContent.includes(%q))([...document.querySelectorAll('#programs .listing-card')].find(r => r.textContent.includes(%q)))`, w["approved"], prog.Name))
 			var hidden bool
 			aff.eval(`document.getElementById('my-invitations').closest('section').hidden`, &hidden)
 			if !hidden {
