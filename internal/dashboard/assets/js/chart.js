@@ -73,8 +73,10 @@ export function chart(el, { days, series, format, type = 'bar', label, integer =
   if (series.length > 1) {
     el.append(h('ul', { class: 'legend' }, series.map((sr) => h('li', {}, h('span', { class: `swatch ${sr.cls}`, 'aria-hidden': 'true' }), sr.label))));
   }
-  el.append(h('table', { class: 'visually-hidden' },
+  // The hidden table sits in a hidden box: a table ignores the 1 px height of .visually-hidden
+  // and would leave its whole height as blank space below the charts.
+  el.append(h('div', { class: 'visually-hidden' }, h('table', {},
     h('caption', {}, label),
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('common.day')), series.map((sr) => h('th', { scope: 'col' }, sr.label)))),
-    h('tbody', {}, days.map((d, i) => h('tr', {}, h('th', { scope: 'row' }, fmt.date(d)), series.map((sr) => h('td', {}, format(sr.values[i]))))))));
+    h('tbody', {}, days.map((d, i) => h('tr', {}, h('th', { scope: 'row' }, fmt.date(d)), series.map((sr) => h('td', {}, format(sr.values[i])))))))));
 }

@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, busy, clearFlash, flash, h, showError, table } from '../ui.js';
+import { badge, busy, checkRequired, clearFieldErrors, clearFlash, fillCurrencies, flash, focusRow, h, localeAmount, showError, table } from '../ui.js';
 
 const advertiser = boot.kind === 'advertiser';
 const canWrite = boot.role !== 'member';
@@ -48,7 +48,7 @@ async function load() {
     { label: t('programs.visibility'), render: (p) => t('programs.visibility_' + p.visibility) },
   ];
   if (advertiser) {
-    columns.push({ label: t('common.status'), render: (p) => badge(p.status) });
+    columns.push({ label: t('common.status'), render: (p) => badge(p.status, 'm') });
     columns.push({ label: t('common.actions'), render: (p) => h('div', { class: 'row' },
       canWrite && h('button', { type: 'button', onclick: () => edit(p), 'aria-label': t('programs.edit_of', { name: p.name }) }, t('common.edit')),
       h('button', { type: 'button', onclick: () => showPromotions(p), 'aria-label': t('promotions.of', { name: p.name }) }, t('promotions.title'))) });
@@ -63,20 +63,26 @@ async function load() {
   table(list, columns, programs, { caption: t('programs.list_title'), empty: advertiser ? t('programs.empty') : t('programs.empty_browse') });
 }
 
-async function apply(p) {
+// apply joins (or asks to join) a program; the keyboard stays on the program's row, whose
+// button became its partnership's status.
+async function apply(p, form) {
   clearFlash();
   try {
     const ps = await api.post('/api/partnerships', { program_id: p.id });
     flash(ps.status === 'approved' ? t('programs.applied_approved', { name: p.name }) : t('programs.applied_pending', { name: p.name }));
     await load();
+    focusRow(list, p.id);
+    return true;
   } catch (err) {
-    showError(err);
+    showError(err, form);
+    return false;
   }
 }
 
 function setMode(edit) {
   document.querySelectorAll('[data-form-mode]').forEach((el) => { el.hidden = el.dataset.formMode !== (edit ? 'edit' : 'create'); });
-  if (form) form.currency.readOnly = edit;
+  // A program's currency cannot change: the list is shut while editing.
+  if (form) form.currency.disabled = edit;
 }
 
 function edit(p) {
@@ -96,19 +102,23 @@ function edit(p) {
   form.hold_days.value = p.hold_days ?? '';
   form.visibility.value = p.visibility;
   form.status.value = p.status;
+  showRecurringMonths();
+  clearFieldErrors(form);
   setMode(true);
   form.name.focus();
 }
 
 function programBody() {
   const rule = form.rule.value;
-  const commission = rule === 'percent' ? { type: rule, percent: form.value.value.trim() } : { type: rule, amount: form.value.value.trim() };
+  // Amounts and percents are typed as the page writes them ("12,50" in Spanish).
+  const value = localeAmount(form.value.value);
+  const commission = rule === 'percent' ? { type: rule, percent: value } : { type: rule, amount: value };
   if (form.recurring.value === 'lifetime') commission.recurring = { lifetime: true };
   if (form.recurring.value === 'months') commission.recurring = { months: Number(form.recurring_months.value) };
   const body = {
     name: form.name.value.trim(),
     landing_url: form.landing_url.value.trim(),
-    currency: form.currency.value.trim().toUpperCase(),
+    currency: form.currency.value,
     commission,
     attribution_rule: form.attribution_rule.value,
     customer_window_days: form.customer_window_days.value === '' ? null : Number(form.customer_window_days.value),
@@ -120,14 +130,19 @@ function programBody() {
   return body;
 }
 
+// The months of recurring commission are asked only when renewals earn for some months.
+function showRecurringMonths() {
+  document.getElementById('p-recurring-months-field').hidden = form.recurring.value !== 'months';
+}
+
 if (form) {
+  fillCurrencies(form.currency, 'EUR');
+  form.recurring.addEventListener('change', showRecurringMonths);
+  showRecurringMonths();
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     clearFlash();
-    if (!form.name.value.trim() || !form.landing_url.value.trim() || !form.value.value.trim()) {
-      flash(t('common.fill_required'), 'error');
-      return;
-    }
+    if (!checkRequired(form)) return;
     await busy(form, async () => {
       try {
         if (form.id.value) {
@@ -139,14 +154,17 @@ if (form) {
         }
         form.reset();
         form.id.value = '';
+        showRecurringMonths();
         setMode(false);
         await load();
       } catch (err) {
-        showError(err);
+        showError(err, form);
       }
     });
   });
-  document.getElementById('program-cancel').addEventListener('click', () => { form.reset(); form.id.value = ''; setMode(false); });
+  document.getElementById('program-cancel').addEventListener('click', () => {
+    form.reset(); form.id.value = ''; showRecurringMonths(); clearFieldErrors(form); setMode(false);
+  });
   setMode(false);
 }
 
@@ -182,6 +200,7 @@ function setPromoMode(edit) {
 
 function resetPromoForm() {
   promoForm.reset();
+  clearFieldErrors(promoForm);
   promoForm.id.value = '';
   setPromoMode(false);
 }
@@ -202,7 +221,7 @@ function editPromotion(x) {
 promoForm.addEventListener('submit', async (e) => {
   e.preventDefault();
   clearFlash();
-  if (!promoForm.title.value.trim()) { flash(t('common.fill_required'), 'error'); return; }
+  if (!checkRequired(promoForm)) return;
   const body = { title: promoForm.title.value.trim(), coupon_code: promoForm.coupon_code.value.trim() || null,
     landing_url: promoForm.landing_url.value.trim() || null, starts_at: dayStart(promoForm.starts_at.value), ends_at: dayStart(promoForm.ends_at.value) };
   await busy(promoForm, async () => {
@@ -218,7 +237,7 @@ promoForm.addEventListener('submit', async (e) => {
       resetPromoForm();
       await showPromotions(shownProgram);
     } catch (err) {
-      showError(err);
+      showError(err, promoForm);
     }
   });
 });
@@ -229,9 +248,9 @@ const applyForm = document.getElementById('apply-form');
 if (applyForm) {
   applyForm.addEventListener('submit', (e) => {
     e.preventDefault();
+    if (!checkRequired(applyForm)) return;
     const id = applyForm.program_id.value.trim();
-    if (!id) { flash(t('common.fill_required'), 'error'); applyForm.program_id.focus(); return; }
-    apply({ id, name: id }).then(() => applyForm.reset());
+    apply({ id, name: id }, applyForm).then((ok) => { if (ok) applyForm.reset(); });
   });
 }
 

@@ -102,7 +102,7 @@ form.addEventListener('submit', async (e) => {
       resetForm();
       await load();
     } catch (err) {
-      showError(err);
+      showError(err, form);
     }
   });
 });
