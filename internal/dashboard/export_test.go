@@ -1,12 +1,12 @@
 package dashboard
 
-// PagePaths are the paths of the pages a company of kind sees, in the navigation's order:
-// the browser checks visit every page the dashboard declares, including ones added later.
-func PagePaths(kind string) map[string]string {
-	out := map[string]string{}
+// PagePaths are the pages a company of kind sees, as name and path, in the navigation's
+// order: the browser checks visit every page the dashboard declares, ones added later too.
+func PagePaths(kind string) [][2]string {
+	var out [][2]string
 	for _, p := range pages {
 		if p.visibleTo(kind) {
-			out[p.Name] = p.Path
+			out = append(out, [2]string{p.Name, p.Path})
 		}
 	}
 	return out
