@@ -49,7 +49,8 @@ var viewports = []struct {
 
 // fitsJS lists what of the page is out of the user's reach: the page scrolling sideways, a
 // value, a button, a link or a field whose box passes an edge of the viewport (inside a table
-// that scrolls, too: a clipped column is a hidden value), a list whose option text is cut,
+// that scrolls, too: a clipped column is a hidden value), a list whose option text is cut
+// (every option of a short list, the chosen one of a long list),
 // a navigation bar on two rows, and blank space below the content (hidden boxes taking room).
 const fitsJS = `(() => {
   const W = window.innerWidth, out = [];
@@ -69,14 +70,16 @@ const fitsJS = `(() => {
     const cs = getComputedStyle(sel);
     ctx.font = cs.fontWeight + ' ' + cs.fontSize + ' ' + cs.fontFamily;
     const room = sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
-    for (const o of sel.options) {
-      if (!o.hidden && ctx.measureText(o.text).width > room) { out.push(name(sel) + ' cuts its option "' + o.text + '"'); break; }
+    // Every choice of a short list; of a long one (the currencies), the one chosen.
+    const opts = sel.options.length <= 20 ? [...sel.options] : [sel.options[sel.selectedIndex]];
+    for (const o of opts) {
+      if (o && !o.hidden && ctx.measureText(o.text).width > room) { out.push(name(sel) + ' cuts its option "' + o.text + '"'); break; }
     }
   }
   const items = [...document.querySelectorAll('.nav > ul > li')].filter(shown);
   if (items.length && new Set(items.map((li) => Math.round(li.getBoundingClientRect().top))).size > 1) out.push('the navigation wraps to several rows');
   const main = document.querySelector('main');
-  const blank = document.documentElement.scrollHeight - (main.getBoundingClientRect().bottom + window.scrollY);
+  const blank = document.documentElement.scrollHeight - Math.max(main.getBoundingClientRect().bottom + window.scrollY, window.innerHeight);
   if (blank > 64) out.push('blank space of ' + Math.round(blank) + ' px below the content');
   return out;
 })()`
