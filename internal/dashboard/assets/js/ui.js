@@ -75,7 +75,7 @@ export function showError(err, form) {
 // controlFor finds the control of an API field: its name, else a data-field that lists it
 // (or a parent path of it: commission.recurring for commission.recurring.months).
 function controlFor(form, field) {
-  const visible = (c) => c && !c.disabled && c.type !== 'hidden' && !c.closest('[hidden]');
+  const visible = (c) => c && c.type !== 'hidden' && !c.closest('[hidden]');
   const byName = [...form.elements].find((c) => c.name === field);
   if (visible(byName)) return byName;
   for (let f = field; f; f = f.includes('.') ? f.slice(0, f.lastIndexOf('.')) : '') {
@@ -116,7 +116,12 @@ export function markFields(form, errors) {
     c.setAttribute('aria-invalid', 'true');
     first ??= c;
   }
-  if (first) first.focus();
+  if (first) {
+    // Inside busy() the form's controls are still disabled, and a disabled control takes no
+    // focus: then it moves once they are enabled again.
+    first.focus();
+    if (document.activeElement !== first) setTimeout(() => first.focus(), 0);
+  }
   return rest;
 }
 
