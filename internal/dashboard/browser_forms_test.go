@@ -318,6 +318,13 @@ func TestBrowserEveryPageFits(t *testing.T) {
 			t.Run(fmt.Sprintf("every page in %s on a %s", lang, vp.name), func(t *testing.T) {
 				b := newBrowser(t, s.base, lang, int(vp.width), int(vp.height))
 				b.viewport(vp.width, vp.height)
+				for _, mode := range []string{"", "&signup=1"} {
+					where := fmt.Sprintf("/login%s (%s, %d px)", mode, lang, vp.width)
+					b.open("/login?lang=" + lang + mode)
+					b.settle(where)
+					b.checkFits(where)
+					b.checkAxe(where, axe)
+				}
 				for _, a := range accounts {
 					b.signInWith(a.cookies)
 					for _, p := range dashboard.PagePaths(a.kind) {
