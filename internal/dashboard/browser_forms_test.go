@@ -277,7 +277,7 @@ func TestBrowserEveryPageFits(t *testing.T) {
 			// The amount as the page writes it: "12,50" in Spanish.
 			b.fill("#p-landing", "https://shop.example/")
 			b.fill("#p-value", w["amount"])
-			b.eval2(`(s => { s.value = 'USD'; return s.value; })(document.getElementById('p-currency'))`)
+			b.eval2(`(s => { s.value = 'USD'; document.getElementById('p-visibility').value = 'public'; return s.value; })(document.getElementById('p-currency'))`)
 			b.click(`#program-form button[type=submit]`)
 			b.waitFor("the program in the list", fmt.Sprintf(`document.querySelector('#programs').textContent.includes(%q)`, "Refused "+lang))
 			if n := b.count("#program-form [aria-invalid]"); n != 0 {
