@@ -40,11 +40,11 @@ export function clearFlash() {
 export function problemMessage(err) {
   if (!(err instanceof APIError)) return t('error.generic', { detail: String(err) });
   const p = err.problem || {};
-  const known = p.code && (boot.messages['error.' + p.code] || boot.messages['forms.problem.' + p.code]);
-  if (known) return known;
   if (p.code === 'validation_failed' && Array.isArray(p.errors) && p.errors.length) {
     return t('error.validation', { detail: p.errors.map((e) => `${e.field}: ${fieldMessage(e)}`).join('; ') });
   }
+  const known = p.code && (boot.messages['error.' + p.code] || boot.messages['forms.problem.' + p.code]);
+  if (known) return known;
   return t('error.generic', { detail: p.detail || p.title || `HTTP ${err.status}` });
 }
 
