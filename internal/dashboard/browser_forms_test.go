@@ -64,16 +64,22 @@ const fitsJS = `(() => {
     if (r.width < 2 || r.height < 2) continue;
     if (r.left < -1 || r.right > W + 1) out.push(name(el) + ' is off screen (' + Math.round(r.left) + ' to ' + Math.round(r.right) + ' px of ' + W + ')');
   }
-  const ctx = document.createElement('canvas').getContext('2d');
+  // A choice is cut when the list, sized for that choice alone by the browser itself, would
+  // be wider than it is.
   for (const sel of document.querySelectorAll('main select')) {
     if (!shown(sel) || !sel.options.length) continue;
-    const cs = getComputedStyle(sel);
-    ctx.font = cs.fontWeight + ' ' + cs.fontSize + ' ' + cs.fontFamily;
-    const room = sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
     // Every choice of a short list; of a long one (the currencies), the one chosen.
     const opts = sel.options.length <= 20 ? [...sel.options] : [sel.options[sel.selectedIndex]];
     for (const o of opts) {
-      if (o && !o.hidden && ctx.measureText(o.text).width > room) { out.push(name(sel) + ' cuts its option "' + o.text + '"'); break; }
+      if (!o || o.hidden) continue;
+      const probe = document.createElement('select');
+      probe.className = sel.className;
+      probe.style.cssText = 'position:absolute;visibility:hidden;left:0;top:0;width:auto;max-width:none';
+      probe.append(new Option(o.text));
+      sel.parentElement.append(probe);
+      const need = probe.getBoundingClientRect().width;
+      probe.remove();
+      if (need > sel.getBoundingClientRect().width + 1) { out.push(name(sel) + ' cuts its option "' + o.text + '" (' + Math.round(need) + ' px in ' + Math.round(sel.getBoundingClientRect().width) + ')'); break; }
     }
   }
   const items = [...document.querySelectorAll('.nav > ul > li')].filter(shown);
