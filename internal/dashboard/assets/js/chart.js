@@ -5,7 +5,8 @@ import { fmt, t } from './boot.js';
 import { h } from './ui.js';
 
 const NS = 'http://www.w3.org/2000/svg';
-const W = 640, H = 240, PAD = { top: 12, right: 12, bottom: 28, left: 56 };
+// The left margin holds an axis label of money with its currency ("10,00 US$").
+const W = 640, H = 240, PAD = { top: 12, right: 12, bottom: 28, left: 76 };
 
 function s(tag, attrs = {}, ...children) {
   const el = document.createElementNS(NS, tag);
