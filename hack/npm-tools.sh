@@ -4,6 +4,8 @@
 #   hack/npm-tools.sh           the tools of `make lint` (hack/lint: Redocly CLI,
 #                               openapi-typescript, TypeScript) into bin/npm
 #   hack/npm-tools.sh maildev   the local cluster's mail catcher (hack/maildev) into bin/maildev
+#   hack/npm-tools.sh axe       axe-core (hack/axe), which the dashboard's browser tests inject
+#                               into every page, into bin/axe
 #
 # Node and npm come from Debian (nodejs, npm) when the machine has none. The install is
 # skipped while the directory was installed from the same lock file; npm's own cache (~/.npm)
@@ -14,7 +16,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 case "${1:-lint}" in
   lint) SRC=$ROOT/hack/lint DIR=$ROOT/bin/npm ;;
   maildev) SRC=$ROOT/hack/maildev DIR=$ROOT/bin/maildev ;;
-  *) echo "usage: $0 [lint|maildev]" >&2; exit 2 ;;
+  axe) SRC=$ROOT/hack/axe DIR=$ROOT/bin/axe ;;
+  *) echo "usage: $0 [lint|maildev|axe]" >&2; exit 2 ;;
 esac
 
 log() { echo "npm-tools: $*" >&2; }

@@ -12,6 +12,9 @@ start_test_services
 
 # The chart tests render charts/partnerstream with the pinned helm CLI.
 bash hack/helm.sh install
+# The dashboard's browser tests run axe-core in every page (PARTNERSTREAM_AXE is its script).
+bash hack/npm-tools.sh axe
+export PARTNERSTREAM_AXE=$ROOT/bin/axe/node_modules/axe-core/axe.min.js
 
 echo "test: postgres $PARTNERSTREAM_TEST_POSTGRES_URL, clickhouse $PARTNERSTREAM_TEST_CLICKHOUSE_ADDR, envtest $KUBEBUILDER_ASSETS" >&2
 # shellcheck disable=SC2086 # GO_TEST_FLAGS is a list of flags

@@ -75,3 +75,15 @@ func (a *assets) serve(c *fiber.Ctx) error {
 	}
 	return c.Send(b)
 }
+
+// favicon answers /favicon.ico with the page icon (an SVG, which browsers take from there too).
+func (a *assets) favicon(c *fiber.Ctx) error {
+	b, err := fs.ReadFile(a.files, "favicon.svg")
+	if err != nil {
+		return fmt.Errorf("dashboard: favicon: %w", err)
+	}
+	c.Set(fiber.HeaderContentType, "image/svg+xml")
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	c.Set(fiber.HeaderCacheControl, "public, max-age=86400")
+	return c.Send(b)
+}

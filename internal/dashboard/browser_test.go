@@ -469,7 +469,8 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			adv.fill("#p-value", "7.50")
 			// A subscription program: renewals earn for 12 months, a customer stays 400 days.
 			var ignored bool
-			adv.eval(`(document.getElementById('p-recurring').value = 'months', document.getElementById('p-attribution-rule').value = 'last_click', true)`, &ignored)
+			adv.eval(`(document.getElementById('p-recurring').value = 'months', document.getElementById('p-recurring').dispatchEvent(new Event('change')),
+				document.getElementById('p-attribution-rule').value = 'last_click', true)`, &ignored)
 			adv.fill("#p-recurring-months", "12")
 			adv.fill("#p-customer-window", "400")
 			adv.click(`#program-form button[type=submit]`)

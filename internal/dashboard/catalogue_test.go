@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/programs"
 )
 
@@ -25,8 +26,13 @@ func dynamicKeys() []string {
 		keys = append(keys, p.Title())
 	}
 	for _, s := range []string{"pending", "approved", "rejected", "paid", "reversed", "failed", "canceled", "succeeded", "active", "suspended", "paused", "archived"} {
-		keys = append(keys, "status."+s)
+		keys = append(keys, "status."+s, "forms.status_m."+s)
 	}
+	// Every code the API gives a field error has its sentence under the field.
+	for _, c := range httpapi.FieldCodes {
+		keys = append(keys, "forms.field."+c.Code)
+	}
+	keys = append(keys, "forms.field.invalid")
 	for _, v := range []string{"public", "approval"} {
 		keys = append(keys, "programs.visibility_"+v)
 		keys = append(keys, "listing.visibility_"+v)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/programs"
 	"github.com/partnerstream/partnerstream/internal/session"
 )
@@ -75,6 +76,8 @@ func Mount(app *fiber.App, o Options) {
 	app.Get("/app", d.app)
 	app.Get("/app/*", d.app)
 	app.Get("/assets/*", d.assets.serve)
+	// Browsers ask for /favicon.ico whatever the page links; it is the same icon.
+	app.Get("/favicon.ico", d.assets.favicon)
 }
 
 func newDashboard(o Options) (*dashboard, error) {
@@ -87,7 +90,8 @@ func newDashboard(o Options) (*dashboard, error) {
 		return nil, err
 	}
 	d := &dashboard{o: o, cat: cat, pages: map[string]*template.Template{}, assets: a}
-	funcs := template.FuncMap{"asset": a.url}
+	// currencies are the choices of the currency lists: the API's own (money.ValidCurrency).
+	funcs := template.FuncMap{"asset": a.url, "currencies": money.Currencies}
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html")
 	if err != nil {
 		return nil, err

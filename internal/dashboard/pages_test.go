@@ -198,6 +198,7 @@ func TestAssetsAreServedByVersion(t *testing.T) {
 		{"an old version gets today's file, revalidated", "/assets/0ld/css/app.css", 200, "no-cache", "text/css"},
 		{"a missing file is a 404", d.assets.url("js/nope.js"), 404, "", ""},
 		{"no escaping the assets", "/assets/" + d.assets.version + "/../templates/layout.html", 404, "", ""},
+		{"browsers' /favicon.ico is the page icon", "/favicon.ico", 200, "max-age", "image/svg+xml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := get(t, app, tc.path, nil)

@@ -167,7 +167,7 @@ func rateProblem(err error) error {
 func fieldErrors(in []rates.FieldError) []FieldError {
 	out := make([]FieldError, len(in))
 	for i, f := range in {
-		out[i] = FieldError{Field: f.Field, Message: f.Message}
+		out[i] = FieldError{Field: f.Field, Code: FieldCode(f.Message), Message: f.Message}
 	}
 	return out
 }

@@ -19,17 +19,23 @@ import (
 	"github.com/partnerstream/partnerstream/internal/timebound"
 )
 
-// FieldError names one invalid input field.
+// FieldError names one invalid input field: Code is what a client switches on (the dashboard
+// translates it), Message the English sentence for API users.
 type FieldError struct {
 	Field   string `json:"field"`
+	Code    string `json:"code"`
 	Message string `json:"message"`
 }
 
-// Invalid is the 400 problem for input that fails validation, listing each field.
+// Invalid is the 400 problem for input that fails validation, listing each field with its
+// code (FieldCode of its message when the validator gave none).
 func Invalid(errs ...FieldError) *Problem {
 	msgs := make([]string, len(errs))
 	for i, e := range errs {
 		msgs[i] = e.Field + ": " + e.Message
+		if e.Code == "" {
+			errs[i].Code = FieldCode(e.Message)
+		}
 	}
 	return NewProblem(fiber.StatusBadRequest, "validation_failed", strings.Join(msgs, "; ")).With("errors", errs)
 }
@@ -138,7 +144,7 @@ func PageRequest(c *fiber.Ctx) (page.Request, error) {
 	switch {
 	case errors.Is(err, page.ErrBadCursor):
 		return page.Request{}, NewProblem(fiber.StatusBadRequest, "invalid_cursor", err.Error()+"; start again without it").
-			With("errors", []FieldError{{Field: "cursor", Message: err.Error()}})
+			With("errors", []FieldError{{Field: "cursor", Code: "invalid", Message: err.Error()}})
 	case err != nil:
 		return page.Request{}, Invalid(FieldError{Field: "limit", Message: err.Error()})
 	}

@@ -41,6 +41,9 @@ var (
 	ErrAmount   = errors.New("not a decimal amount")
 )
 
+// Currencies are the active ISO 4217 codes, sorted: the choices of a form's currency list.
+func Currencies() []string { return append([]string(nil), currencies...) }
+
 // ValidCurrency reports whether code is an active ISO 4217 currency (upper case).
 func ValidCurrency(code string) bool { return known[code] }
 

@@ -20,9 +20,9 @@ export const fmt = {
   number: (n) => numberFmt.format(n),
   percent: (n) => percentFmt.format(n),
   // Amounts arrive as exact decimal strings; Intl formats strings exactly.
+  // Money is never a bare number: without its currency it is not shown.
   money: (amount, currency) => {
-    if (amount == null) return '–';
-    if (!currency) return numberFmt.format(amount);
+    if (amount == null || !currency) return '–';
     return new Intl.NumberFormat(locale, { style: 'currency', currency }).format(amount);
   },
   dateTime: (iso) => (iso ? dateTimeFmt.format(new Date(iso)) : '–'),

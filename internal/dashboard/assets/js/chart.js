@@ -5,7 +5,8 @@ import { fmt, t } from './boot.js';
 import { h } from './ui.js';
 
 const NS = 'http://www.w3.org/2000/svg';
-const W = 640, H = 240, PAD = { top: 12, right: 12, bottom: 28, left: 56 };
+// The left margin holds an axis label of money with its currency ("10,00 US$").
+const W = 640, H = 240, PAD = { top: 12, right: 12, bottom: 28, left: 76 };
 
 function s(tag, attrs = {}, ...children) {
   const el = document.createElementNS(NS, tag);
@@ -73,8 +74,10 @@ export function chart(el, { days, series, format, type = 'bar', label, integer =
   if (series.length > 1) {
     el.append(h('ul', { class: 'legend' }, series.map((sr) => h('li', {}, h('span', { class: `swatch ${sr.cls}`, 'aria-hidden': 'true' }), sr.label))));
   }
-  el.append(h('table', { class: 'visually-hidden' },
+  // The hidden table sits in a hidden box: a table ignores the 1 px height of .visually-hidden
+  // and would leave its whole height as blank space below the charts.
+  el.append(h('div', { class: 'visually-hidden' }, h('table', {},
     h('caption', {}, label),
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('common.day')), series.map((sr) => h('th', { scope: 'col' }, sr.label)))),
-    h('tbody', {}, days.map((d, i) => h('tr', {}, h('th', { scope: 'row' }, fmt.date(d)), series.map((sr) => h('td', {}, format(sr.values[i]))))))));
+    h('tbody', {}, days.map((d, i) => h('tr', {}, h('th', { scope: 'row' }, fmt.date(d)), series.map((sr) => h('td', {}, format(sr.values[i])))))))));
 }

@@ -35,20 +35,153 @@ export function clearFlash() {
 }
 
 // problemMessage turns an API error into a sentence in the page's language: a known code has
-// its own message, anything else a generic one with the API's (English) detail.
+// its own message (error.<code>, forms.problem.<code>), field errors their translated codes,
+// anything else a generic one with the API's (English) detail.
 export function problemMessage(err) {
   if (!(err instanceof APIError)) return t('error.generic', { detail: String(err) });
   const p = err.problem || {};
-  const known = p.code && boot.messages['error.' + p.code];
-  if (known) return known;
   if (p.code === 'validation_failed' && Array.isArray(p.errors) && p.errors.length) {
-    return t('error.validation', { detail: p.errors.map((e) => `${e.field}: ${e.message}`).join('; ') });
+    return t('error.validation', { detail: p.errors.map((e) => `${e.field}: ${fieldMessage(e)}`).join('; ') });
   }
+  const known = p.code && (boot.messages['error.' + p.code] || boot.messages['forms.problem.' + p.code]);
+  if (known) return known;
   return t('error.generic', { detail: p.detail || p.title || `HTTP ${err.status}` });
 }
 
-export function showError(err) {
-  flash(problemMessage(err), 'error');
+// fieldMessage is the translated text of one field error of a problem, by its code.
+export function fieldMessage(e) {
+  return boot.messages['forms.field.' + e.code] || t('forms.field.invalid');
+}
+
+// showError shows an API error. Given the form that sent the request, each field error goes
+// under its field (the control named like the API field, or listing it in data-field), which
+// is marked aria-invalid and described by it, and the keyboard moves to the first one; the
+// live region says how many fields to check. Errors of no field of the form stay in the
+// live region, translated by their code.
+export function showError(err, form) {
+  const p = (err instanceof APIError && err.problem) || {};
+  if (!form || !Array.isArray(p.errors) || !p.errors.length) {
+    flash(problemMessage(err), 'error');
+    return;
+  }
+  const rest = markFields(form, p.errors);
+  if (rest.length) {
+    flash(t('error.validation', { detail: rest.map((e) => `${e.field}: ${fieldMessage(e)}`).join('; ') }), 'error');
+  } else {
+    flash(t('forms.check_fields', { n: String(p.errors.length) }), 'error');
+  }
+}
+
+// controlFor finds the control of an API field: its name, else a data-field that lists it
+// (or a parent path of it: commission.recurring for commission.recurring.months).
+function controlFor(form, field) {
+  const visible = (c) => c && c.type !== 'hidden' && !c.closest('[hidden]');
+  const byName = [...form.elements].find((c) => c.name === field);
+  if (visible(byName)) return byName;
+  for (let f = field; f; f = f.includes('.') ? f.slice(0, f.lastIndexOf('.')) : '') {
+    const c = [...form.querySelectorAll('[data-field]')].find((el) => el.dataset.field.split(' ').includes(f));
+    if (visible(c)) return c;
+  }
+  return null;
+}
+
+// clearFieldErrors removes the marks of a previous attempt.
+export function clearFieldErrors(form) {
+  form.querySelectorAll('.field-error').forEach((el) => el.remove());
+  form.querySelectorAll('[aria-invalid]').forEach((c) => {
+    c.removeAttribute('aria-invalid');
+    const ids = (c.getAttribute('aria-describedby') || '').split(' ').filter((id) => id && !id.endsWith('-error'));
+    if (ids.length) c.setAttribute('aria-describedby', ids.join(' '));
+    else c.removeAttribute('aria-describedby');
+  });
+}
+
+// markFields puts each error under its control and the focus on the first; it returns the
+// errors that have no control in the form.
+export function markFields(form, errors) {
+  clearFieldErrors(form);
+  const rest = [];
+  let first = null;
+  for (const e of errors) {
+    const c = controlFor(form, e.field);
+    if (!c) { rest.push(e); continue; }
+    const id = `${c.id || c.name}-error`;
+    let msg = document.getElementById(id);
+    if (!msg) {
+      msg = h('small', { class: 'field-error', id });
+      (c.closest('.field') || c.parentElement).append(msg);
+      c.setAttribute('aria-describedby', [c.getAttribute('aria-describedby'), id].filter(Boolean).join(' '));
+    }
+    msg.textContent = msg.textContent ? `${msg.textContent} ${fieldMessage(e)}` : fieldMessage(e);
+    c.setAttribute('aria-invalid', 'true');
+    first ??= c;
+  }
+  if (first) {
+    // Inside busy() the form's controls are still disabled, and a disabled control takes no
+    // focus: then it moves once they are enabled again.
+    first.focus();
+    if (document.activeElement !== first) setTimeout(() => first.focus(), 0);
+  }
+  return rest;
+}
+
+// checkRequired marks the form's empty required controls, as the API would refuse them, and
+// says whether there were none.
+export function checkRequired(form) {
+  const empty = [...form.elements].filter((c) => c.required && !c.disabled && !c.closest('[hidden]') && !String(c.value).trim());
+  if (!empty.length) { clearFieldErrors(form); return true; }
+  markFields(form, empty.map((c) => ({ field: c.name, code: 'required' })));
+  flash(t('forms.check_fields', { n: String(empty.length) }), 'error');
+  return false;
+}
+
+// localeAmount reads an amount typed the way the page writes them ("12,50" in Spanish, "1,250.5"
+// in English) as the API's decimal string ("12.50", "1250.5"): the language's decimal mark is
+// the decimal point and its group separator is dropped between groups of three digits; a "."
+// is taken as the decimal point too when it is not grouping. Anything else is sent as typed,
+// for the API to refuse under the field.
+export function localeAmount(text) {
+  const parts = new Intl.NumberFormat(boot.locale, { useGrouping: true }).formatToParts(12345.6);
+  const dec = parts.find((x) => x.type === 'decimal').value;
+  const group = parts.find((x) => x.type === 'group')?.value || '';
+  let s = String(text).replace(/[\s\u00a0\u202f]/g, '');
+  const groups = (sep) => new RegExp(`^\\d{1,3}(\\${sep}\\d{3})+(\\${dec}\\d*)?$`);
+  if (group && s.includes(group) && groups(group).test(s)) s = s.split(group).join('');
+  if (dec !== '.' && s.includes(dec)) s = s.replace(dec, '.');
+  return /^\d+(\.\d+)?$/.test(s) ? s : String(text).trim();
+}
+
+// focusRow puts the keyboard on the row of id in a table just drawn: its first button, else
+// the row itself (after joining a program or creating a link, the focus is not dropped).
+export function focusRow(container, id) {
+  const tr = [...container.querySelectorAll('tbody tr')].find((r) => r.dataset.id === id);
+  if (!tr) return;
+  const button = tr.querySelector('button, a[href]');
+  if (button) { button.focus(); return; }
+  tr.setAttribute('tabindex', '-1');
+  tr.focus();
+}
+
+// brandCurrency is the currency most of an advertiser's programs pay in ('' without
+// programs): the default of its money forms, and the currency its empty figures are shown in.
+export async function brandCurrency() {
+  const progs = (await api.get('/api/programs', { limit: 100 })).data;
+  const count = new Map();
+  for (const p of progs) count.set(p.currency, (count.get(p.currency) || 0) + 1);
+  const [top] = [...count].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  return top ? top[0] : '';
+}
+
+// fillCurrencies offers the ISO 4217 codes of a currency select by name in the page's
+// language ("USD – US dollar"), keeping chosen selected.
+export function fillCurrencies(select, chosen) {
+  const names = new Intl.DisplayNames([boot.locale], { type: 'currency' });
+  for (const o of select.options) {
+    o.textContent = `${o.value} – ${names.of(o.value)}`;
+    // The default of the form, which reset() comes back to.
+    o.defaultSelected = o.value === chosen;
+  }
+  if (chosen) select.value = chosen;
 }
 
 // table renders rows into a container, or the empty state.
@@ -121,8 +254,11 @@ export function wireCopy(root = document) {
   });
 }
 
-export function badge(status) {
-  return h('span', { class: `badge ${status}` }, t('status.' + status));
+// badge shows a status; gender 'm' takes the masculine forms (forms.status_m: a programme, a
+// link, a payout in Spanish), else the feminine ones of status (a commission, a partnership).
+export function badge(status, gender) {
+  const text = (gender === 'm' && boot.messages['forms.status_m.' + status]) || t('status.' + status);
+  return h('span', { class: `badge ${status}` }, text);
 }
 
 // busy disables a form's enabled controls while a request runs, and enables them again

@@ -53,7 +53,7 @@ form.addEventListener('submit', async (e) => {
       document.getElementById('new-key-value').focus();
       await load();
     } catch (err) {
-      showError(err);
+      showError(err, form);
     }
   });
 });

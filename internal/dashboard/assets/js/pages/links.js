@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
+import { badge, busy, clearFlash, flash, focusRow, h, rowAction, showError, table } from '../ui.js';
 
 const affiliate = boot.kind === 'affiliate';
 const canWrite = boot.role !== 'member';
@@ -16,7 +16,7 @@ async function load() {
       const approved = (await api.get('/api/partnerships', { status: 'approved', limit: 100 })).data;
       form.program_id.replaceChildren(...approved.map((p) => h('option', { value: p.program_id }, names.get(p.program_id) || p.program_id)));
       form.querySelector('button[type=submit]').disabled = approved.length === 0;
-      if (!approved.length) flash(t('links.no_partnership'));
+      if (!approved.length) flash(t('links.no_partnership'), 'info');
     }
     const [page, figures] = await Promise.all([api.get('/api/tracking-links', { limit: 100 }), linkFigures()]);
     const fig = (l) => figures.get(l.id) || { clicks: 0, conversions: { total: 0 }, amounts: [] };
@@ -30,7 +30,7 @@ async function load() {
       { label: t('links.conversions_30d'), class: 'num', render: (l) => fmt.number(fig(l).conversions.total) },
       { label: affiliate ? t('links.earnings_30d') : t('links.commission_30d'), class: 'num', render: (l) => earnings(fig(l)) },
       { label: t('common.created'), render: (l) => fmt.dateTime(l.created_at) },
-      { label: t('common.status'), render: (l) => badge(l.status) },
+      { label: t('common.status'), render: (l) => badge(l.status, 'm') },
       affiliate && canWrite && { label: t('common.actions'), render: (l) => (l.status === 'active'
         ? h('button', { type: 'button', onclick: () => toggle(l), 'aria-label': t('links.pause_of', { url: l.url }) }, t('links.pause'))
         : h('button', { type: 'button', onclick: () => toggle(l), 'aria-label': t('links.resume_of', { url: l.url }) }, t('links.resume'))) },
@@ -76,8 +76,10 @@ if (form) {
         flash(t('links.created', { url: l.url }));
         form.reset();
         await load();
+        // The keyboard goes to the new link's copy button.
+        focusRow(container, l.id);
       } catch (err) {
-        showError(err);
+        showError(err, form);
       }
     });
   });

@@ -7,8 +7,13 @@ const verifyForm = document.getElementById('verify-form');
 const params = new URLSearchParams(location.search);
 let signup = params.get('signup') === '1';
 
+const heading = document.querySelector('h1');
+
 function setMode(isSignup) {
   signup = isSignup;
+  // The page says what it does: signing in, or creating an account.
+  heading.textContent = t(signup ? 'forms.signup_title' : 'page.login.title');
+  document.title = `${heading.textContent} · PartnerStream`;
   document.querySelectorAll('.signup-only').forEach((el) => { el.hidden = !signup; });
   document.querySelectorAll('[data-mode-text]').forEach((el) => { el.hidden = el.dataset.modeText !== (signup ? 'signup' : 'login'); });
   document.getElementById('company_name').required = signup;
@@ -43,9 +48,10 @@ requestForm.addEventListener('submit', async (e) => {
   await busy(requestForm, async () => {
     try {
       await api.post('/api/auth/magic-code', { email, locale: boot.locale });
+      // Said once: the code field is described by the sentence, which a screen reader reads
+      // as the focus lands on it.
       document.getElementById('code-sent').textContent = t('login.code_sent', { email });
       showStep(true);
-      flash(t('login.code_sent', { email }));
     } catch (err) {
       showError(err);
     }

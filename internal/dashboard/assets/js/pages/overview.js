@@ -1,13 +1,16 @@
 import { api, withQuery } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { chart } from '../chart.js';
-import { clearFlash, flash, h, showError, table } from '../ui.js';
+import { brandCurrency, clearFlash, flash, h, showError, table } from '../ui.js';
 import { renderOnboarding, wireDismiss } from '../onboarding.js';
 
 const form = document.getElementById('range-form');
 const totalsEl = document.getElementById('totals');
 const currencyField = document.getElementById('currency-field');
 let report;
+// fallback is the currency of a period without commissions: an advertiser's figures are then
+// zeros in its programs' currency; an affiliate's, with no currency to show, are dashes.
+let fallback = '';
 
 function isoDay(d) { return d.toISOString().slice(0, 10); }
 
@@ -43,10 +46,10 @@ async function load() {
 
 // render draws the report, its money in the chosen currency.
 function render() {
-  const cur = form.currency.value || report.currency;
+  const cur = form.currency.value || report.currency || fallback;
   // The figures of a row (or the totals) in the chosen currency; none without conversions.
   const inCur = (fig) => fig.amounts.find((a) => a.currency === cur) || { commission: fig.commission ?? '0', epc: fig.epc ?? '0' };
-  const money = (v) => fmt.money(String(v), cur);
+  const money = cur ? (v) => fmt.money(String(v), cur) : fmt.number;
   const tot = report.totals;
   const set = (k, v) => { totalsEl.querySelector(`[data-total="${k}"]`).textContent = v; };
   set('clicks', fmt.number(tot.clicks));
@@ -71,7 +74,7 @@ function render() {
   chart(plot('chart-epc'), { days, label: label('chart-epc'), type: 'line', format: money, series: [
     { key: 'epc', label: cur ? `${t('stats.epc')} (${cur})` : t('stats.epc'), values: col((r) => Number(inCur(r).epc)), cls: 's4' },
   ] });
-  if (tot.clicks === 0 && tot.conversions.total === 0) flash(t('overview.no_data'));
+  if (tot.clicks === 0 && tot.conversions.total === 0) flash(t('overview.no_data'), 'info');
   if (boot.kind === 'advertiser') leaders(cur);
 }
 
@@ -102,6 +105,13 @@ async function leaders(cur) {
 
 form.currency.addEventListener('change', () => { if (report) render(); });
 
+async function start() {
+  if (boot.kind === 'advertiser') {
+    try { fallback = await brandCurrency(); } catch { /* the figures show dashes */ }
+  }
+  await load();
+}
+
 form.addEventListener('submit', (e) => {
   e.preventDefault();
   if (form.from.value > form.to.value) {
@@ -111,7 +121,7 @@ form.addEventListener('submit', (e) => {
   load();
 });
 
-load();
+start();
 
 // A brand sees its first steps above the charts until they are done or dismissed.
 const onboarding = document.getElementById('onboarding');

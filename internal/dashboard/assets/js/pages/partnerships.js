@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
+import { badge, busy, checkRequired, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
 
 const advertiser = boot.kind === 'advertiser';
 const canDecide = advertiser && boot.role !== 'member';
@@ -101,7 +101,7 @@ if (couponForm) {
     e.preventDefault();
     clearFlash();
     const code = couponForm.code.value.trim();
-    if (!code) { flash(t('common.fill_required'), 'error'); couponForm.code.focus(); return; }
+    if (!checkRequired(couponForm)) return;
     await busy(couponForm, async () => {
       try {
         await api.post(`/api/partnerships/${encodeURIComponent(shown.id)}/coupon-codes`, { code });
@@ -109,7 +109,7 @@ if (couponForm) {
         couponForm.reset();
         await showCoupons(shown);
       } catch (err) {
-        showError(err);
+        showError(err, couponForm);
       }
     });
   });

@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
+import { badge, brandCurrency, busy, checkRequired, clearFlash, fillCurrencies, flash, h, rowAction, showError, table } from '../ui.js';
 
 const advertiser = boot.kind === 'advertiser';
 const canWrite = advertiser && boot.role !== 'member';
@@ -16,7 +16,7 @@ async function load() {
       { label: t('payouts.period'), render: (p) => `${fmt.date(p.period_start)} – ${fmt.date(p.period_end)}` },
       { label: t('payouts.count'), class: 'num', render: (p) => fmt.number(p.commission_count) },
       { label: t('payouts.amount'), class: 'num', render: (p) => fmt.money(p.amount, p.currency) },
-      { label: t('common.status'), render: (p) => badge(p.status) },
+      { label: t('common.status'), render: (p) => badge(p.status, 'm') },
       canWrite && { label: t('common.actions'), render: (p) => (p.status === 'pending' ? h('div', { class: 'row' },
         actButton(p, 'paid', t('payouts.mark_paid')), actButton(p, 'failed', t('payouts.mark_failed')),
         actButton(p, 'cancel', t('payouts.cancel'), 'danger')) : '') },
@@ -46,6 +46,12 @@ async function loadAffiliates() {
   form.affiliate_id.replaceChildren(...[...affs].map(([id, name]) => h('option', { value: id }, name)));
 }
 
+// The currency offered first is the one most of the brand's programs pay in (a USD-only
+// brand is not offered EUR).
+async function defaultCurrency() {
+  fillCurrencies(form.currency, (await brandCurrency()) || 'EUR');
+}
+
 if (form) {
   // The period ends before period_end: tomorrow includes today's commissions.
   const today = new Date().toISOString().slice(0, 10);
@@ -54,8 +60,9 @@ if (form) {
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     clearFlash();
-    if (!form.affiliate_id.value) { flash(t('payouts.no_affiliate'), 'error'); return; }
-    const body = { affiliate_id: form.affiliate_id.value, currency: form.currency.value.trim().toUpperCase(),
+    if (!form.affiliate_id.value) { flash(t('payouts.no_affiliate'), 'error'); form.affiliate_id.focus(); return; }
+    if (!checkRequired(form)) return;
+    const body = { affiliate_id: form.affiliate_id.value, currency: form.currency.value,
       period_start: form.period_start.value, period_end: form.period_end.value };
     await busy(form, async () => {
       try {
@@ -63,11 +70,13 @@ if (form) {
         flash(t('payouts.created', { amount: fmt.money(p.amount, p.currency), n: fmt.number(p.commission_count) }));
         await load();
       } catch (err) {
-        showError(err);
+        showError(err, form);
       }
     });
   });
-  loadAffiliates().catch(showError);
+  fillCurrencies(form.currency, 'EUR');
+  loadAffiliates().catch((err) => showError(err));
+  defaultCurrency().catch((err) => showError(err));
 }
 document.querySelectorAll('[data-writers-only]').forEach((el) => { if (!canWrite) el.hidden = true; });
 load();

@@ -61,7 +61,7 @@ form.addEventListener('submit', async (e) => {
       showSecret(s.secret);
       flash(url ? t('postbacks.saved') : t('postbacks.removed'));
     } catch (err) {
-      showError(err);
+      showError(err, form);
     }
   });
 });

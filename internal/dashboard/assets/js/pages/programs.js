@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, busy, clearFlash, flash, h, showError, table } from '../ui.js';
+import { badge, busy, checkRequired, clearFieldErrors, clearFlash, fillCurrencies, flash, h, localeAmount, showError, table } from '../ui.js';
 import { loadMyInvitations, showAffiliateInvitations } from '../people.js';
 import { trackingGuide } from '../onboarding.js';
 import { listingCards } from '../listing.js';
@@ -59,7 +59,7 @@ async function load() {
     { label: t('programs.visibility'), render: (p) => t('programs.visibility_' + p.visibility) },
   ];
   if (advertiser) {
-    columns.push({ label: t('common.status'), render: (p) => badge(p.status) });
+    columns.push({ label: t('common.status'), render: (p) => badge(p.status, 'm') });
     columns.push({ label: t('common.actions'), render: (p) => h('div', { class: 'row' },
       canWrite && h('button', { type: 'button', onclick: () => edit(p), 'aria-label': t('programs.edit_of', { name: p.name }) }, t('common.edit')),
       h('button', { type: 'button', onclick: () => showTracking(p), 'aria-label': t('onboarding.tracking_of', { name: p.name }) }, t('onboarding.tracking')),
@@ -81,7 +81,8 @@ function showTracking(p) {
 
 function setMode(edit) {
   document.querySelectorAll('[data-form-mode]').forEach((el) => { el.hidden = el.dataset.formMode !== (edit ? 'edit' : 'create'); });
-  if (form) form.currency.readOnly = edit;
+  // A program's currency cannot change: the list is shut while editing.
+  if (form) form.currency.disabled = edit;
 }
 
 function edit(p) {
@@ -108,6 +109,8 @@ function edit(p) {
   const texts = form.querySelectorAll('input[name="question"]');
   const required = form.querySelectorAll('input[name="question_required"]');
   texts.forEach((q, i) => { q.value = p.questions[i] ? p.questions[i].text : ''; required[i].checked = Boolean(p.questions[i] && p.questions[i].required); });
+  showRecurringMonths();
+  clearFieldErrors(form);
   setMode(true);
   form.name.focus();
 }
@@ -122,13 +125,15 @@ function questionsOf(f) {
 
 function programBody() {
   const rule = form.rule.value;
-  const commission = rule === 'percent' ? { type: rule, percent: form.value.value.trim() } : { type: rule, amount: form.value.value.trim() };
+  // Amounts and percents are typed as the page writes them ("12,50" in Spanish).
+  const value = localeAmount(form.value.value);
+  const commission = rule === 'percent' ? { type: rule, percent: value } : { type: rule, amount: value };
   if (form.recurring.value === 'lifetime') commission.recurring = { lifetime: true };
   if (form.recurring.value === 'months') commission.recurring = { months: Number(form.recurring_months.value) };
   const body = {
     name: form.name.value.trim(),
     landing_url: form.landing_url.value.trim(),
-    currency: form.currency.value.trim().toUpperCase(),
+    currency: form.currency.value,
     commission,
     attribution_rule: form.attribution_rule.value,
     customer_window_days: form.customer_window_days.value === '' ? null : Number(form.customer_window_days.value),
@@ -145,14 +150,19 @@ function programBody() {
   return body;
 }
 
+// The months of recurring commission are asked only when renewals earn for some months.
+function showRecurringMonths() {
+  document.getElementById('p-recurring-months-field').hidden = form.recurring.value !== 'months';
+}
+
 if (form) {
+  fillCurrencies(form.currency, 'EUR');
+  form.recurring.addEventListener('change', showRecurringMonths);
+  showRecurringMonths();
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     clearFlash();
-    if (!form.name.value.trim() || !form.landing_url.value.trim() || !form.value.value.trim()) {
-      flash(t('common.fill_required'), 'error');
-      return;
-    }
+    if (!checkRequired(form)) return;
     let created = null;
     await busy(form, async () => {
       try {
@@ -165,15 +175,18 @@ if (form) {
         }
         form.reset();
         form.id.value = '';
+        showRecurringMonths();
         setMode(false);
         await load();
         if (created) showTracking(created);
       } catch (err) {
-        showError(err);
+        showError(err, form);
       }
     });
   });
-  document.getElementById('program-cancel').addEventListener('click', () => { form.reset(); form.id.value = ''; setMode(false); });
+  document.getElementById('program-cancel').addEventListener('click', () => {
+    form.reset(); form.id.value = ''; showRecurringMonths(); clearFieldErrors(form); setMode(false);
+  });
   setMode(false);
 }
 
@@ -209,6 +222,7 @@ function setPromoMode(edit) {
 
 function resetPromoForm() {
   promoForm.reset();
+  clearFieldErrors(promoForm);
   promoForm.id.value = '';
   setPromoMode(false);
 }
@@ -229,7 +243,7 @@ function editPromotion(x) {
 promoForm.addEventListener('submit', async (e) => {
   e.preventDefault();
   clearFlash();
-  if (!promoForm.title.value.trim()) { flash(t('common.fill_required'), 'error'); return; }
+  if (!checkRequired(promoForm)) return;
   const body = { title: promoForm.title.value.trim(), coupon_code: promoForm.coupon_code.value.trim() || null,
     landing_url: promoForm.landing_url.value.trim() || null, starts_at: dayStart(promoForm.starts_at.value), ends_at: dayStart(promoForm.ends_at.value) };
   await busy(promoForm, async () => {
@@ -245,7 +259,7 @@ promoForm.addEventListener('submit', async (e) => {
       resetPromoForm();
       await showPromotions(shownProgram);
     } catch (err) {
-      showError(err);
+      showError(err, promoForm);
     }
   });
 });
@@ -270,6 +284,7 @@ async function showInvited(id) {
 if (applyForm) {
   applyForm.addEventListener('submit', (e) => {
     e.preventDefault();
+    if (!checkRequired(applyForm)) return;
     const id = applyForm.program_id.value.trim();
     if (!id) { flash(t('common.fill_required'), 'error'); applyForm.program_id.focus(); return; }
     showInvited(id).then(() => applyForm.reset());

@@ -1,7 +1,7 @@
 // Exchange rates the advertiser keeps: set one, upload a CSV (all or nothing), list them.
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { busy, clearFlash, flash, h, showError, table } from '../ui.js';
+import { busy, clearFlash, flash, h, localeAmount, showError, table } from '../ui.js';
 
 const canWrite = boot.role !== 'member';
 const setForm = document.getElementById('rate-form');
@@ -38,14 +38,14 @@ async function load(append = false) {
 setForm.addEventListener('submit', async (e) => {
   e.preventDefault();
   clearFlash();
-  const body = { date: setForm.date.value, base: upper(setForm.base.value), quote: upper(setForm.quote.value), rate: setForm.rate.value.trim() };
+  const body = { date: setForm.date.value, base: upper(setForm.base.value), quote: upper(setForm.quote.value), rate: localeAmount(setForm.rate.value) };
   await busy(setForm, async () => {
     try {
       const r = await api.put('/api/rates', body);
       flash(t('rates.saved', { pair: `${r.base}/${r.quote}`, rate: r.rate, date: fmt.date(r.date) }));
       await load();
     } catch (err) {
-      showError(err);
+      showError(err, setForm);
     }
   });
 });

@@ -33,7 +33,7 @@ async function load() {
   table(list, [
     { label: t('webhooks.url'), class: 'mono', render: (w) => w.url },
     { label: t('webhooks.events'), render: (w) => w.events.join(', ') },
-    { label: t('common.status'), render: (w) => (w.suspended ? badge('suspended') : w.ready ? badge('active') : badge('pending')) },
+    { label: t('common.status'), render: (w) => (w.suspended ? badge('suspended', 'm') : w.ready ? badge('active', 'm') : badge('pending', 'm')) },
     { label: t('webhooks.rotated'), render: (w) => fmt.dateTime(w.secret_rotated_at) },
     { label: t('common.actions'), render: (w) => h('div', { class: 'row' },
       h('button', { type: 'button', onclick: () => showDeliveries(w), 'aria-label': t('webhooks.history_of', { url: w.url }) }, t('webhooks.history')),
@@ -104,7 +104,7 @@ form.addEventListener('submit', async (e) => {
       resetForm();
       await load();
     } catch (err) {
-      showError(err);
+      showError(err, form);
     }
   });
 });
