@@ -306,8 +306,8 @@ func TestBrowserEveryPageFits(t *testing.T) {
 			b.open("/app/programs?lang=" + lang)
 			b.settle("the programs")
 			joined := "Refused " + lang
-			b.rowControl("#programs", joined, "button.primary")
-			b.waitFor("the focus on the joined program's row", fmt.Sprintf(`(r => r && r.textContent.includes(%q))(document.activeElement.closest('tr'))`, joined))
+			b.waitFor("the program's card", fmt.Sprintf(`(c => c && (c.querySelector('button.primary').click(), true))([...document.querySelectorAll('#programs .listing-card')].find((c) => c.textContent.includes(%q)))`, joined))
+			b.waitFor("the focus on the joined program's card", fmt.Sprintf(`(c => c && c.textContent.includes(%q))(document.activeElement.closest('.listing-card'))`, joined))
 			b.open("/app/links?lang=" + lang)
 			b.settle("the links")
 			b.click(`#link-form button[type=submit]`)
