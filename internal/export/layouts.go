@@ -69,12 +69,13 @@ var Conversions = Table[conversions.Conversion]{
 	Columns: cols(text("id", "occurred_at", "program_id", "affiliate_id", "link_id", "click_id", "sub1", "external_id", "type"),
 		number("amount"), text("currency", "commission_id"), number("commission_amount"),
 		text("commission_currency", "status", "reason", "payout_id", "source", "created_at", "attribution", "coupon_code",
-			"customer_id"), exchangeColumns),
+			"customer_id"), exchangeColumns, text("advertiser_name", "affiliate_name")),
 	Record: func(c conversions.Conversion, r []string) {
 		m := c.Commission
-		copy(r, append([]string{c.ID, stamp(c.OccurredAt), c.ProgramID, c.AffiliateID, c.LinkID, c.ClickID, c.Sub1, c.ExternalID, c.Type,
+		row := append([]string{c.ID, stamp(c.OccurredAt), c.ProgramID, c.AffiliateID, c.LinkID, c.ClickID, c.Sub1, c.ExternalID, c.Type,
 			money.Format(c.Amount, c.Currency), c.Currency, m.ID, money.Format(m.Amount, m.Currency), m.Currency, m.Status,
-			m.Reason, m.PayoutID, c.Source, stamp(c.CreatedAt), c.Attribution, c.CouponCode, c.CustomerID}, exchange(c.Exchange)...))
+			m.Reason, m.PayoutID, c.Source, stamp(c.CreatedAt), c.Attribution, c.CouponCode, c.CustomerID}, exchange(c.Exchange)...)
+		copy(r, append(row, c.AdvertiserName, c.AffiliateName))
 	},
 }
 

@@ -78,6 +78,13 @@ func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *t
 	if recs[3][0] != first.ID {
 		t.Errorf("the oldest row is %q, want %v", recs[3][0], first.ID)
 	}
+	// The companies' names come last, after the ids the file always had.
+	if n := len(recs[0]); recs[0][n-2] != "advertiser_name" || recs[0][n-1] != "affiliate_name" {
+		t.Errorf("the last columns are %q, want advertiser_name, affiliate_name", recs[0][n-2:])
+	}
+	if got := column(t, recs, "affiliate_name"); got[0] == "" || got[0] != got[2] {
+		t.Errorf("affiliate names %q, want the affiliate's name on every row", got)
+	}
 
 	// The list's filters, in the dashboard too.
 	recs = csvOf(t, f.do(t, "GET", "/api/conversions.csv?status=approved", f.dashboardAs(t, identity.Advertiser, "owner"), ""))
