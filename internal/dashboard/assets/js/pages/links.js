@@ -7,6 +7,9 @@ const canWrite = boot.role !== 'member';
 const form = document.getElementById('link-form');
 const container = document.getElementById('links');
 let names = new Map();
+// figures are the links' last 30 days, read once per page: pausing or creating a link changes
+// none of them.
+let figures;
 
 async function load() {
   try {
@@ -18,8 +21,9 @@ async function load() {
       form.querySelector('button[type=submit]').disabled = approved.length === 0;
       if (!approved.length) flash(t('links.no_partnership'), 'info');
     }
-    const [page, figures] = await Promise.all([api.get('/api/tracking-links', { limit: 100 }), linkFigures()]);
-    const fig = (l) => figures.get(l.id) || { clicks: 0, conversions: { total: 0 }, amounts: [] };
+    const [page, figs] = await Promise.all([api.get('/api/tracking-links', { limit: 100 }), figures ?? linkFigures()]);
+    figures = figs;
+    const fig = (l) => figs.get(l.id) || { clicks: 0, conversions: { total: 0 }, amounts: [] };
     table(container, [
       { label: t('links.program'), render: (l) => names.get(l.program_id) || l.program_id },
       !affiliate && { label: t('partnerships.affiliate'), render: (l) => l.affiliate_name || l.affiliate_id },

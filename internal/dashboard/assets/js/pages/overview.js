@@ -26,6 +26,7 @@ form.addEventListener('change', updateExport);
 updateExport();
 
 async function load() {
+  leaderRows = null;
   clearFlash();
   totalsEl.setAttribute('aria-busy', 'true');
   try {
@@ -80,15 +81,19 @@ function render() {
 
 // leaders is the brand's partner leaderboard of the period: the ten affiliates that earned the
 // most commission in the chosen currency, then by clicks.
+// Its rows are read once per period shown (load clears them): a currency switch only sorts
+// them again.
+let leaderRows = null;
+
 async function leaders(cur) {
   const section = document.getElementById('leaders-section');
-  let rows;
   try {
-    rows = (await api.get('/api/stats', { group_by: 'affiliate', from: form.from.value, to: form.to.value, limit: 1000 })).data;
+    leaderRows ??= (await api.get('/api/stats', { group_by: 'affiliate', from: form.from.value, to: form.to.value, limit: 1000 })).data;
   } catch (err) {
     showError(err);
     return;
   }
+  const rows = [...leaderRows];
   const earned = (r) => Number((r.amounts.find((a) => a.currency === cur) || { commission: 0 }).commission);
   const inCur = (r) => r.amounts.find((a) => a.currency === cur) || { commission: '0', epc: '0' };
   rows.sort((a, b) => earned(b) - earned(a) || b.clicks - a.clicks);
