@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,7 +115,16 @@ func newDeliver(p *platform, k *config.Kube, d *config.Deliver, e *config.Egress
 	if err != nil {
 		return nil, err
 	}
-	return append(comps, svc), nil
+	comps = append(comps, svc)
+	if d.RetentionDays > 0 {
+		r := delivery.Retention{DB: p.pg, Keep: time.Duration(d.RetentionDays) * 24 * time.Hour}
+		log := p.componentLog("deliver")
+		comps = append(comps, run.Func{N: "delivery-retention", F: func(ctx context.Context) error {
+			run.Every(ctx, time.Hour, log, "prune delivery history", func(ctx context.Context) error { _, err := r.Prune(ctx); return err })
+			return nil
+		}})
+	}
+	return comps, nil
 }
 
 func newIngest(p *platform, ch *config.ClickHouse, ing *config.Ingest) (run.Component, error) {

@@ -382,6 +382,8 @@ type Deliver struct {
 	PerTarget  int
 	ClaimBatch int
 	Lease      time.Duration
+	// RetentionDays is how long delivery history is kept; 0 keeps it for ever.
+	RetentionDays int
 }
 
 func (d *Deliver) Register(fs *pflag.FlagSet) {
@@ -389,6 +391,7 @@ func (d *Deliver) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&d.PerTarget, "deliver-per-target", 8, "delivery attempts in flight at once to one webhook or postback URL, so a slow receiver cannot take every worker")
 	fs.IntVar(&d.ClaimBatch, "deliver-claim-batch", 256, "most due deliveries one worker query claims")
 	fs.DurationVar(&d.Lease, "deliver-lease", 2*time.Minute, "how long a claimed delivery stays with its worker; a dead worker's deliveries come back after it")
+	fs.IntVar(&d.RetentionDays, "deliver-retention-days", 30, "days a delivery and its attempts are kept after the last change (failed ones stay replayable that long); 0 keeps them for ever")
 }
 
 func (d *Deliver) Validate() error {
@@ -403,6 +406,9 @@ func (d *Deliver) Validate() error {
 	}
 	if d.Lease <= 15*time.Second || d.Lease > time.Hour {
 		return Invalid("deliver-lease", errors.New("must be longer than an attempt (15s) and at most 1h"))
+	}
+	if d.RetentionDays < 0 || d.RetentionDays > 3650 {
+		return Invalid("deliver-retention-days", errors.New("must be between 0 (keep for ever) and 3650"))
 	}
 	return nil
 }
