@@ -129,7 +129,7 @@ func newDeliver(p *platform, k *config.Kube, d *config.Deliver, e *config.Egress
 
 func newIngest(p *platform, ch *config.ClickHouse, ing *config.Ingest) (run.Component, error) {
 	return ingest.New(ingest.Options{Kafka: p.kafka, ClickHouse: p.ch, Database: ch.Database,
-		BatchSize: ing.BatchSize, BatchInterval: ing.BatchInterval, Log: p.componentLog("ingest"), Health: p.health})
+		BatchSize: ing.BatchSize, BatchInterval: ing.BatchInterval, RawRetentionMonths: ing.RawRetentionMonths, Log: p.componentLog("ingest"), Health: p.health})
 }
 
 // egressSettings is the SSRF guard's allow-list of the settings, and the CAs receivers are

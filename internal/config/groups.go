@@ -359,11 +359,14 @@ func dnsLabel(s string) bool {
 type Ingest struct {
 	BatchSize     int
 	BatchInterval time.Duration
+	// RawRetentionMonths is how many months of raw rows ClickHouse keeps; 0 keeps them all.
+	RawRetentionMonths int
 }
 
 func (i *Ingest) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&i.BatchSize, "ingest-batch-size", 10000, "most messages in one ClickHouse insert")
 	fs.DurationVar(&i.BatchInterval, "ingest-batch-interval", time.Second, "longest a message waits before its batch is written (bounds statistics freshness)")
+	fs.IntVar(&i.RawRetentionMonths, "ingest-raw-retention-months", 13, "months of raw clicks and conversion changes ClickHouse keeps before the current one (the daily rollups are kept for ever); 0 keeps them all")
 }
 
 func (i *Ingest) Validate() error {
@@ -372,6 +375,9 @@ func (i *Ingest) Validate() error {
 	}
 	if i.BatchInterval < 10*time.Millisecond || i.BatchInterval > time.Minute {
 		return Invalid("ingest-batch-interval", errors.New("must be between 10ms and 1m"))
+	}
+	if i.RawRetentionMonths < 0 || i.RawRetentionMonths > 1200 {
+		return Invalid("ingest-raw-retention-months", errors.New("must be between 0 (keep for ever) and 1200"))
 	}
 	return nil
 }

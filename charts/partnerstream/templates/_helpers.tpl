@@ -148,6 +148,7 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_OAUTH_LINKEDIN_ISSUER, commands: [api], value: {{ toJson $v.oauth.linkedin.issuer }}}
 - {env: PARTNERSTREAM_INGEST_BATCH_SIZE, commands: [ingest], value: {{ int64 $v.ingest.batchSize | toString | toJson }}}
 - {env: PARTNERSTREAM_INGEST_BATCH_INTERVAL, commands: [ingest], value: {{ toJson $v.ingest.batchInterval }}}
+- {env: PARTNERSTREAM_INGEST_RAW_RETENTION_MONTHS, commands: [ingest], value: {{ int64 $v.ingest.rawRetentionMonths | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_WORKERS, commands: [deliver], value: {{ int64 $v.deliver.workers | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_PER_TARGET, commands: [deliver], value: {{ int64 $v.deliver.perTarget | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_CLAIM_BATCH, commands: [deliver], value: {{ int64 $v.deliver.claimBatch | toString | toJson }}}
