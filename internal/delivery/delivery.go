@@ -116,6 +116,8 @@ type Service struct {
 	limit  *targetLimiter
 	wake   chan struct{}
 
+	breakers breakers
+
 	synced   atomic.Bool
 	failure  atomic.Pointer[error] // of the last store of consumed events; nil once one succeeds
 	inflight atomic.Int64

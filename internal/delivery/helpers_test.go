@@ -252,6 +252,9 @@ func (s *Service) step(t testing.TB) []outcome {
 		if _, err := s.save(ctx, outs); err != nil {
 			t.Fatal(err)
 		}
+		if err := s.recordHealth(ctx, outs); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return outs
 }

@@ -35,6 +35,8 @@ var (
 	pendingGauge     = metrics.NewGauge("delivery_pending", "Deliveries waiting for an attempt (due now or scheduled), in the whole database.")
 	retriesGauge     = metrics.NewGauge("delivery_retries_scheduled", "Pending deliveries that already had an attempt: retries waiting for their time.")
 	prunedTotal      = metrics.NewCounter("delivery_history_pruned_total", "Deliveries (with their attempts) deleted because they are older than the delivery retention.")
+	heldTotal        = metrics.NewCounterVec("delivery_held_total", "Delivery attempts not made because the target's circuit breaker was open, by kind: the delivery waits, its attempts unused.", "kind")
+	openBreakers     = metrics.NewGauge("delivery_breakers_open", "Delivery targets whose circuit breaker is open: their attempts fail at once, but for one probe at a time.")
 	oldestPendingAge = metrics.NewGauge("delivery_oldest_pending_age_seconds", "How long the most overdue delivery has been due (0 when none is overdue): the delivery backlog.")
 )
 
@@ -50,6 +52,7 @@ func presetMetrics() {
 			failuresTotal.WithLabelValues(kind, r)
 		}
 		attemptDuration.WithLabelValues(kind)
+		heldTotal.WithLabelValues(kind)
 		recordedTotal.WithLabelValues(kind)
 	}
 }

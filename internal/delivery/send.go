@@ -43,6 +43,12 @@ type outcome struct {
 	err        string
 	excerpt    string
 	reason     string // failure reason; "" on success
+	// held says the attempt was not made: the target's circuit breaker is open, and the
+	// delivery waits until next without using an attempt.
+	held bool
+	// sent says the attempt went to the receiver (not refused before: no target, no key, an
+	// open circuit breaker): only those tell the target's health.
+	sent bool
 	// status is the delivery's status after the attempt: succeeded, failed or pending
 	// (a retry at next).
 	status string
@@ -110,6 +116,11 @@ func (s *Service) attempt(ctx context.Context, j job) outcome {
 	o := outcome{job: j, n: j.attempts + 1, startedAt: now}
 	start := time.Now()
 	f, err := s.send(ctx, j, now, &o)
+	if held := (*heldError)(nil); errors.As(err, &held) {
+		o.held, o.next, o.err = true, held.until, held.Error()
+		heldTotal.WithLabelValues(j.kind).Inc()
+		return o
+	}
 	o.duration = time.Since(start)
 	attemptDuration.WithLabelValues(j.kind).Observe(o.duration.Seconds())
 	if err == nil {
@@ -141,6 +152,10 @@ func (s *Service) send(ctx context.Context, j job, now time.Time, o *outcome) (f
 	if len(live) == 0 {
 		return failure{reason: reasonOther}, errors.New("the target has no live signing key")
 	}
+	if err := s.gate(ctx, j, now); err != nil {
+		return failure{reason: reasonOther}, err
+	}
+	o.sent = true
 	resp, err := s.sender.Send(ctx, url, Message{ID: j.id, Kind: j.kind, Body: j.body, At: now, Keys: live})
 	if errors.Is(err, ErrInvalidURL) {
 		return failure{reason: reasonOther, permanent: true}, err

@@ -27,6 +27,23 @@ type DeliveryHistory interface {
 	Postbacks(ctx context.Context, companyID string, f delivery.Filter, p page.Request) (page.List[delivery.Delivery], error)
 	Replay(ctx context.Context, companyID, deliveryID string) (delivery.Delivery, error)
 	RetryFailed(ctx context.Context, companyID string, f delivery.RetryFilter) (int64, error)
+	Health(ctx context.Context, companyID, kind, targetID string) (delivery.Health, error)
+}
+
+// deliveryList is a page of a target's deliveries with the target's health.
+type deliveryList struct {
+	page.List[delivery.Delivery]
+	Endpoint delivery.Health `json:"endpoint"`
+}
+
+// listWithHealth answers a page of deliveries of the target with its health.
+func (d deliveryHandlers) listWithHealth(c *fiber.Ctx, l page.List[delivery.Delivery], kind, targetID string) error {
+	h, err := d.history.Health(c.UserContext(), Caller(c).CompanyID, kind, targetID)
+	if err != nil {
+		return err
+	}
+	l.Data = nonNil(l.Data)
+	return c.JSON(deliveryList{List: l, Endpoint: h})
 }
 
 // DeliveryWebhooks is what they need from internal/webhooks (*webhooks.Service): that a
@@ -96,8 +113,7 @@ func (d deliveryHandlers) webhookHistory(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	l.Data = nonNil(l.Data)
-	return c.JSON(l)
+	return d.listWithHealth(c, l, delivery.KindWebhook, id)
 }
 
 func (d deliveryHandlers) postbackHistory(c *fiber.Ctx) error {
@@ -105,12 +121,12 @@ func (d deliveryHandlers) postbackHistory(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	l, err := d.history.Postbacks(c.UserContext(), Caller(c).CompanyID, f, p)
+	company := Caller(c).CompanyID
+	l, err := d.history.Postbacks(c.UserContext(), company, f, p)
 	if err != nil {
 		return err
 	}
-	l.Data = nonNil(l.Data)
-	return c.JSON(l)
+	return d.listWithHealth(c, l, delivery.KindPostback, company)
 }
 
 func (d deliveryHandlers) replay(c *fiber.Ctx) error {
