@@ -43,6 +43,32 @@ type target struct{ kind, id string }
 type breakers struct {
 	mu   sync.RWMutex
 	open map[target]time.Time // open until
+	// failures counts this process's failed attempts in a row per target, so that its own
+	// attempts stop at the threshold before the shared state is recorded.
+	failures map[target]int
+}
+
+// note counts an attempt this process sent to t, and opens t here at once when it made the
+// failures in a row that open a breaker.
+func (b *breakers) note(t target, ok bool, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ok {
+		delete(b.failures, t)
+		return
+	}
+	if b.failures == nil {
+		b.failures = map[target]int{}
+	}
+	b.failures[t]++
+	if n := b.failures[t]; n >= breakerThreshold {
+		if _, open := b.open[t]; !open {
+			if b.open == nil {
+				b.open = map[target]time.Time{}
+			}
+			b.open[t] = now.Add(cooldown(n))
+		}
+	}
 }
 
 func (b *breakers) openUntil(t target) (time.Time, bool) {
@@ -54,9 +80,18 @@ func (b *breakers) openUntil(t target) (time.Time, bool) {
 
 // set records what this process just decided for t, before the next refresh: the attempts it
 // has claimed already see it.
-func (b *breakers) set(t target, openUntil time.Time) {
+func (b *breakers) set(t target, openUntil time.Time, failures int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// The shared count includes this process's attempts recorded so far.
+	if failures == 0 {
+		delete(b.failures, t)
+	} else {
+		if b.failures == nil {
+			b.failures = map[target]int{}
+		}
+		b.failures[t] = failures
+	}
 	if openUntil.IsZero() {
 		delete(b.open, t)
 		return
@@ -79,6 +114,14 @@ func (s *Service) refreshBreakers(ctx context.Context) error {
 		return fmt.Errorf("read the open circuit breakers: %w", err)
 	}
 	s.breakers.mu.Lock()
+	for t, n := range s.breakers.failures {
+		// Opened here by this process's own failures, not recorded yet.
+		if until, ok := s.breakers.open[t]; ok && n >= breakerThreshold {
+			if _, stored := open[t]; !stored {
+				open[t] = until
+			}
+		}
+	}
 	s.breakers.open = open
 	s.breakers.mu.Unlock()
 	openBreakers.Set(float64(len(open)))
@@ -223,7 +266,7 @@ ORDER BY 1, 2 FOR UPDATE OF e`, kinds, targets)
 				failingSince: timeOrZero(since), disabled: timeOrZero(dis), notified: timeOrZero(notified)}
 			e = e.observe(o, now)
 			cols.add(k.target, e)
-			s.breakers.set(k.target, e.openUntil)
+			s.breakers.set(k.target, e.openUntil, e.failures)
 			return nil
 		})
 		if err != nil {

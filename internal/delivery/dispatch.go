@@ -191,6 +191,25 @@ WHERE d.id = r.id AND d.attempts = r.attempts AND d.status = 'pending'`, ids, at
 	if err != nil {
 		return fmt.Errorf("hold %d deliveries of open circuit breakers: %w", len(held), err)
 	}
+	// The target's other due deliveries wait as well, in one statement rather than a claim
+	// each: a receiver dead for hours can have thousands.
+	type heldTarget struct {
+		company string
+		target
+	}
+	seen := map[heldTarget]bool{}
+	for _, o := range held {
+		k := heldTarget{o.job.companyID, target{o.job.kind, o.job.targetID}}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if _, err := s.o.DB.Exec(ctx, `UPDATE deliveries SET next_attempt_at = $5, last_error = $6, updated_at = $4
+WHERE company_id = $1 AND kind = $2 AND target_id = $3 AND status = 'pending' AND next_attempt_at <= $4`,
+			k.company, k.kind, k.id, s.o.Now(), o.next, o.err); err != nil {
+			return fmt.Errorf("hold the due deliveries of %s %s: %w", k.kind, k.id, err)
+		}
+	}
 	return nil
 }
 

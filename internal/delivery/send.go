@@ -122,6 +122,9 @@ func (s *Service) attempt(ctx context.Context, j job) outcome {
 		return o
 	}
 	o.duration = time.Since(start)
+	if o.sent {
+		s.breakers.note(target{j.kind, j.targetID}, err == nil, s.o.Now())
+	}
 	attemptDuration.WithLabelValues(j.kind).Observe(o.duration.Seconds())
 	if err == nil {
 		o.status = StatusSucceeded
