@@ -43,6 +43,8 @@ type target struct{ kind, id string }
 type breakers struct {
 	mu   sync.RWMutex
 	open map[target]time.Time // open until
+	// disabled are the postback URLs disabled for failing (disable.go).
+	disabled map[target]bool
 	// failures counts this process's failed attempts in a row per target, so that its own
 	// attempts stop at the threshold before the shared state is recorded.
 	failures map[target]int
@@ -78,6 +80,12 @@ func (b *breakers) openUntil(t target) (time.Time, bool) {
 	return until, ok
 }
 
+func (b *breakers) isDisabled(t target) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.disabled[t]
+}
+
 // set records what this process just decided for t, before the next refresh: the attempts it
 // has claimed already see it.
 func (b *breakers) set(t target, openUntil time.Time, failures int) {
@@ -103,14 +111,24 @@ func (b *breakers) set(t target, openUntil time.Time, failures int) {
 }
 
 func (s *Service) refreshBreakers(ctx context.Context) error {
-	rows, err := s.o.DB.Query(ctx, `SELECT kind, target_id, open_until FROM delivery_endpoints WHERE open_until IS NOT NULL`)
+	rows, err := s.o.DB.Query(ctx, `SELECT kind, target_id, open_until, disabled_at IS NOT NULL FROM delivery_endpoints
+WHERE open_until IS NOT NULL OR disabled_at IS NOT NULL`)
 	if err != nil {
 		return fmt.Errorf("read the open circuit breakers: %w", err)
 	}
-	open := map[target]time.Time{}
+	open, disabled := map[target]time.Time{}, map[target]bool{}
 	var t target
-	var until time.Time
-	if _, err := pgx.ForEachRow(rows, []any{&t.kind, &t.id, &until}, func() error { open[t] = until; return nil }); err != nil {
+	var until *time.Time
+	var off bool
+	if _, err := pgx.ForEachRow(rows, []any{&t.kind, &t.id, &until, &off}, func() error {
+		if until != nil {
+			open[t] = *until
+		}
+		if off && t.kind == KindPostback {
+			disabled[t] = true
+		}
+		return nil
+	}); err != nil {
 		return fmt.Errorf("read the open circuit breakers: %w", err)
 	}
 	s.breakers.mu.Lock()
@@ -122,7 +140,7 @@ func (s *Service) refreshBreakers(ctx context.Context) error {
 			}
 		}
 	}
-	s.breakers.open = open
+	s.breakers.open, s.breakers.disabled = open, disabled
 	s.breakers.mu.Unlock()
 	openBreakers.Set(float64(len(open)))
 	return nil
@@ -140,6 +158,9 @@ func (e *heldError) Error() string {
 // once the cool-down is over and this process takes the probe; otherwise it is held until the
 // cool-down ends or the probe is decided.
 func (s *Service) gate(ctx context.Context, j job, now time.Time) error {
+	if s.breakers.isDisabled(target{j.kind, j.targetID}) {
+		return errDisabled
+	}
 	until, open := s.breakers.openUntil(target{j.kind, j.targetID})
 	if !open {
 		return nil

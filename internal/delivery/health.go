@@ -29,6 +29,9 @@ type Health struct {
 	// FailingSince is the first failure since the last success.
 	FailingSince *time.Time `json:"failing_since"`
 	DisabledAt   *time.Time `json:"disabled_at"`
+	// FailedSinceFailing counts the target's failed deliveries created since FailingSince:
+	// what a bulk retry from then replays once the receiver is back.
+	FailedSinceFailing int `json:"failed_since_failing"`
 	// Attempts24h and Succeeded24h count the attempts of the deliveries created in the
 	// last 24 hours; SuccessRate24h is their ratio (null without attempts).
 	Attempts24h    int      `json:"attempts_24h"`
@@ -65,9 +68,26 @@ WHERE d.company_id = $1 AND d.kind = $2 AND d.target_id = $3 AND d.id >= $4 AND 
 	if err != nil {
 		return Health{}, fmt.Errorf("count the attempts of %s %s: %w", kind, targetID, err)
 	}
+	if out.FailingSince != nil {
+		if out.FailedSinceFailing, err = h.failedSince(ctx, companyID, kind, targetID, *out.FailingSince); err != nil {
+			return Health{}, err
+		}
+	}
 	if out.Attempts24h > 0 {
 		r := float64(out.Succeeded24h) / float64(out.Attempts24h)
 		out.SuccessRate24h = &r
 	}
 	return out, nil
+}
+
+// failedSince counts the target's failed deliveries created at or after since.
+func (h *History) failedSince(ctx context.Context, companyID, kind, targetID string, since time.Time) (int, error) {
+	var n int
+	err := h.db.QueryRow(ctx, `SELECT count(*) FROM deliveries
+WHERE company_id = $1 AND kind = $2 AND target_id = $3 AND id >= $4 AND created_at >= $5 AND status = 'failed'`,
+		companyID, kind, targetID, ids.Floor(ids.Delivery, since), since).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count the failed deliveries of %s %s: %w", kind, targetID, err)
+	}
+	return n, nil
 }

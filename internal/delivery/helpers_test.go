@@ -137,7 +137,7 @@ type suspended struct {
 	ids []string
 }
 
-func (s *suspended) SuspendWebhook(_ context.Context, _, id string) error {
+func (s *suspended) SuspendWebhook(_ context.Context, _, id, _ string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ids = append(s.ids, id)

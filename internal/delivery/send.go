@@ -155,7 +155,9 @@ func (s *Service) send(ctx context.Context, j job, now time.Time, o *outcome) (f
 	if len(live) == 0 {
 		return failure{reason: reasonOther}, errors.New("the target has no live signing key")
 	}
-	if err := s.gate(ctx, j, now); err != nil {
+	if err := s.gate(ctx, j, now); errors.Is(err, errDisabled) {
+		return failure{reason: reasonDisabled, permanent: true}, err
+	} else if err != nil {
 		return failure{reason: reasonOther}, err
 	}
 	o.sent = true
@@ -217,7 +219,7 @@ func (s *Service) suspend(j job) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.o.Suspender.SuspendWebhook(ctx, j.companyID, j.targetID); err != nil {
+	if err := s.o.Suspender.SuspendWebhook(ctx, j.companyID, j.targetID, ReasonReceiverGone+": the receiver answered 410 Gone"); err != nil {
 		s.o.Log.Error("suspending a webhook answered with 410 failed", "webhook", j.targetID, "err", err)
 		return "the delivery failed; disabling the subscription failed"
 	}

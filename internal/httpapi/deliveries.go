@@ -28,6 +28,7 @@ type DeliveryHistory interface {
 	Replay(ctx context.Context, companyID, deliveryID string) (delivery.Delivery, error)
 	RetryFailed(ctx context.Context, companyID string, f delivery.RetryFilter) (int64, error)
 	Health(ctx context.Context, companyID, kind, targetID string) (delivery.Health, error)
+	EnablePostback(ctx context.Context, companyID string) (delivery.Reenabled, error)
 }
 
 // deliveryList is a page of a target's deliveries with the target's health.
@@ -87,6 +88,7 @@ func (s *Server) MountDeliveries(history DeliveryHistory, hooks DeliveryWebhooks
 	s.app.Get("/api/webhooks/:id/deliveries", d.webhookHistory)
 	s.app.Post("/api/webhooks/:deliveryId/replay", admin, d.replay)
 	s.app.Get("/api/postbacks/deliveries", d.postbackHistory)
+	s.app.Post("/api/postbacks/enable", requireAdminTo("re-enable the postback URL"), d.enablePostback)
 	s.app.Post("/api/webhooks/test", requireAdminTo("send test deliveries"), d.test)
 	s.app.Post("/api/v1/webhooks/test", d.test)
 }
@@ -156,14 +158,19 @@ var errNoDelivery = NewProblem(fiber.StatusNotFound, "not_found", "no such deliv
 func (d deliveryHandlers) retryFailed(c *fiber.Ctx) error {
 	var in struct {
 		WebhookID string `json:"webhook_id"`
+		Postbacks bool   `json:"postbacks"`
 		From      string `json:"from"`
 		To        string `json:"to"`
 	}
 	if err := decodeOptionalJSON(c, &in); err != nil {
 		return err
 	}
-	f := delivery.RetryFilter{WebhookID: in.WebhookID}
-	if errs := timeRange(&f.From, &f.To, in.From, in.To); errs != nil {
+	f := delivery.RetryFilter{WebhookID: in.WebhookID, Postbacks: in.Postbacks}
+	errs := timeRange(&f.From, &f.To, in.From, in.To)
+	if f.Postbacks && f.WebhookID != "" {
+		errs = append(errs, FieldError{Field: "postbacks", Message: "cannot be combined with webhook_id"})
+	}
+	if errs != nil {
 		return Invalid(errs...)
 	}
 	company := Caller(c).CompanyID
@@ -177,6 +184,16 @@ func (d deliveryHandlers) retryFailed(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"queued": n})
+}
+
+// enablePostback re-enables the caller's postback URL after deliver disabled it for failing,
+// and says what failed meanwhile (a bulk retry with postbacks from failing_since replays it).
+func (d deliveryHandlers) enablePostback(c *fiber.Ctx) error {
+	out, err := d.history.EnablePostback(c.UserContext(), Caller(c).CompanyID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(out)
 }
 
 // deliveryQuery reads the history filters and the page.
