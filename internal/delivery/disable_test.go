@@ -32,7 +32,7 @@ func TestATargetFailingForDaysIsDisabledAndItsPendingDeliveriesFail(t *testing.T
 	}
 	failing(KindWebhook, hook.ID, cos[0], now.Add(-6*24*time.Hour), now.Add(-time.Hour))
 	failing(KindPostback, cos[0], cos[0], now.Add(-6*24*time.Hour), now.Add(-time.Hour))
-	failing(KindWebhook, young.ID, cos[1], now.Add(-4*24*time.Hour), now.Add(-time.Hour))       // not for 5 days yet
+	failing(KindWebhook, young.ID, cos[1], now.Add(-4*24*time.Hour), now.Add(-time.Hour))      // not for 5 days yet
 	failing(KindWebhook, quiet.ID, cos[2], now.Add(-6*24*time.Hour), now.Add(-2*24*time.Hour)) // no failure lately
 	for _, co := range cos {
 		if _, err := s.record(ctx, []events.Envelope{envelope(events.CommissionStatusChanged, co, ""), envelope(events.ConversionCreated, co, "")}); err != nil {
