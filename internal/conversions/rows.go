@@ -84,11 +84,11 @@ type PayoutTotal struct {
 	// AdvertiserName is the brand's company name.
 	AdvertiserName string
 	PayeeName      string
-	PayeeEmail   string
-	Currency     string
-	Amount       money.Sum // minor units of Currency
-	Payouts      int64
-	Commissions  int64
+	PayeeEmail     string
+	Currency       string
+	Amount         money.Sum // minor units of Currency
+	Payouts        int64
+	Commissions    int64
 	// PeriodStart and PeriodEnd span the payouts' periods.
 	PeriodStart, PeriodEnd time.Time
 	// PayoutIDs lists the payouts, newest first; the first is the row's reference.

@@ -283,7 +283,7 @@ func TestListedApprovalPrograms(t *testing.T) {
 		}
 	}
 	for body, field := range map[string]string{
-		`{"listed":null}`:                         "listed",
+		`{"listed":null}`:                        "listed",
 		`{"visibility":"public","listed":false}`: "listed",
 	} {
 		_, err := patchJSON(listed.ID, body)
