@@ -1,7 +1,7 @@
 import { api, withQuery } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { chart } from '../chart.js';
-import { brandCurrency, clearFlash, flash, h, showError, table } from '../ui.js';
+import { brandCurrency, clearFieldErrors, clearFlash, flash, h, showError, table } from '../ui.js';
 import { renderOnboarding, wireDismiss } from '../onboarding.js';
 
 const form = document.getElementById('range-form');
@@ -31,8 +31,10 @@ async function load() {
   totalsEl.setAttribute('aria-busy', 'true');
   try {
     report = await api.get('/api/stats', { group_by: 'day', from: form.from.value, to: form.to.value });
+    clearFieldErrors(form);
   } catch (err) {
-    showError(err);
+    // A refused range is marked on its dates.
+    showError(err, form);
     return;
   } finally {
     totalsEl.removeAttribute('aria-busy');

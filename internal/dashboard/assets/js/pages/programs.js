@@ -1,6 +1,6 @@
-import { api } from '../api.js';
+import { api, APIError } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, busy, checkRequired, clearFieldErrors, clearFlash, fillCurrencies, flash, h, localeAmount, showError, table } from '../ui.js';
+import { badge, busy, checkRequired, clearFieldErrors, clearFlash, fieldError, fillCurrencies, flash, h, localeAmount, showError, table } from '../ui.js';
 import { loadMyInvitations, showAffiliateInvitations } from '../people.js';
 import { trackingGuide } from '../onboarding.js';
 import { listingCards } from '../listing.js';
@@ -294,17 +294,22 @@ async function showInvited(id) {
     listingCards(list, programs, partnerships, { onApplied: load, onPromotions: showPromotions, ruleText });
     const heading = list.querySelector(`[data-id="${p.id}"] h3`);
     if (heading) heading.focus();
+    return true;
   } catch (err) {
-    showError(err);
+    // An id that shows no program (malformed, unknown, paused or of a program that is not
+    // open to the affiliate) is said under the id, or alone for a member, who has no form.
+    const unknown = err instanceof APIError && (err.status === 404 || err.status === 400);
+    if (unknown && !applyForm.hidden) fieldError(applyForm, 'program_id', t('programs.lookup.not_found'));
+    else if (unknown) flash(t('programs.lookup.not_found'), 'error');
+    else showError(err, applyForm);
+    return false;
   }
 }
 if (applyForm) {
   applyForm.addEventListener('submit', (e) => {
     e.preventDefault();
     if (!checkRequired(applyForm)) return;
-    const id = applyForm.program_id.value.trim();
-    if (!id) { flash(t('common.fill_required'), 'error'); applyForm.program_id.focus(); return; }
-    showInvited(id).then(() => applyForm.reset());
+    showInvited(applyForm.program_id.value.trim()).then((shown) => { if (shown) applyForm.reset(); });
   });
 }
 if (searchForm) searchForm.addEventListener('submit', (e) => { e.preventDefault(); clearFlash(); load(); });
