@@ -119,8 +119,7 @@ document.querySelectorAll('a.oauth').forEach((a) => {
       const reg = registration();
       if (!reg.company_name) {
         e.preventDefault();
-        flash(t('login.company_name_required'), 'error');
-        document.getElementById('company_name').focus();
+        fieldError(requestForm, 'company_name', t('login.company_name_required'));
         return;
       }
       q.set('company_kind', reg.company_kind);

@@ -1,7 +1,7 @@
 import { api, withQuery } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { chart } from '../chart.js';
-import { brandCurrency, clearFieldErrors, clearFlash, flash, h, showError, table } from '../ui.js';
+import { brandCurrency, clearFieldErrors, clearFlash, fieldError, flash, h, showError, table } from '../ui.js';
 import { renderOnboarding, wireDismiss } from '../onboarding.js';
 
 const form = document.getElementById('range-form');
@@ -122,7 +122,7 @@ async function start() {
 form.addEventListener('submit', (e) => {
   e.preventDefault();
   if (form.from.value > form.to.value) {
-    flash(t('overview.bad_range'), 'error');
+    fieldError(form, 'to', t('overview.bad_range'));
     return;
   }
   load();
