@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -24,8 +25,9 @@ func (b *browser) refused(what, sel, want string) {
 	b.waitFor(what+" marked under "+sel, fmt.Sprintf(`(el => {
 		if (!el || el.getAttribute('aria-invalid') !== 'true' || document.activeElement !== el) return false;
 		const notes = (el.getAttribute('aria-describedby') || '').split(' ').map((id) => document.getElementById(id)).filter(Boolean);
-		const said = notes.filter((n) => n.classList.contains('field-error') || n.id.endsWith('-error')).map((n) => n.textContent.trim()).join(' ');
-		return said !== '' && (%q === '' || said.includes(%q)) && (el.closest('.field') || el.parentElement).contains(notes.find((n) => n.textContent.trim()));
+		const errs = notes.filter((n) => n.classList.contains('field-error') && n.textContent.trim() && !n.hidden);
+		const said = errs.map((n) => n.textContent.trim()).join(' ');
+		return said !== '' && (%q === '' || said.includes(%q)) && errs.every((n) => (el.closest('.field') || el.parentElement).contains(n));
 	})(document.querySelector(%q))`, want, want, sel))
 	flash := b.text("#flash")
 	if strings.Contains(flash, generic) || strings.Contains(flash, unplaced) {
@@ -37,7 +39,9 @@ func (b *browser) refused(what, sel, want string) {
 // keyboard does not type), and says so to the page's listeners.
 func (b *browser) setValue(sel, value string) {
 	b.t.Helper()
-	b.waitFor("the control "+sel, fmt.Sprintf(`(el => el && (el.value = %q, el.dispatchEvent(new Event('change', { bubbles: true })), true))(document.querySelector(%q))`, value, sel))
+	// JSON, not %q: JavaScript reads Go's \a as a plain "a".
+	quoted, _ := json.Marshal(value)
+	b.waitFor("the control "+sel, fmt.Sprintf(`(el => el && (el.value = %s, el.dispatchEvent(new Event('change', { bubbles: true })), true))(document.querySelector(%q))`, quoted, sel))
 }
 
 // TestBrowserEveryFormMarksItsErrors walks every form of the dashboard with bad input, as a
@@ -85,7 +89,9 @@ func TestBrowserEveryFormMarksItsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.convert(t, key, s.click(t, link.Code), "order-to-reject", "100.00", "EUR")
+	for _, lang := range []string{"en", "es"} {
+		s.convert(t, key, s.click(t, link.Code), "order-to-reject-"+lang, "100.00", "EUR")
+	}
 
 	for _, lang := range []string{"en", "es"} {
 		t.Run("in "+lang, func(t *testing.T) {
@@ -167,9 +173,9 @@ func TestBrowserEveryFormMarksItsErrors(t *testing.T) {
 			b.setValue("#f-from", "")
 			b.setValue("#f-to", "")
 			b.click(`#filter-form button[type=submit]`)
-			b.waitFor("the conversion to reject", `[...document.querySelectorAll('#conversions tbody tr')].some((r) => r.textContent.includes('order-to-reject'))`)
+			b.waitFor("the conversion to reject", `[...document.querySelectorAll('#conversions tbody tr')].some((r) => r.textContent.includes('order-to-reject-`+lang+`'))`)
 			b.setValue("#reject-reason", "a bell \u0007 in the reason")
-			b.rowControl("#conversions", "order-to-reject", "button.danger")
+			b.rowControl("#conversions", "order-to-reject-"+lang, "button.danger")
 			b.refused("a rejection reason with a control character", "#reject-reason", msg("forms.field.invalid_text"))
 
 			b.open("/app/payouts?lang=" + lang)
