@@ -185,7 +185,6 @@ export async function brandCurrency() {
 export function fillCurrencies(select, chosen) {
   const names = new Intl.DisplayNames([boot.locale], { type: 'currency' });
   for (const o of select.options) {
-    if (!o.value) continue; // a filter's "all"
     o.textContent = `${o.value} – ${names.of(o.value)}`;
     // The default of the form, which reset() comes back to.
     o.defaultSelected = o.value === chosen;

@@ -80,10 +80,9 @@ uploadForm.addEventListener('submit', async (e) => {
 filter.addEventListener('submit', (e) => { e.preventDefault(); load(); });
 more.addEventListener('click', () => load(true));
 document.querySelectorAll('[data-writers-only]').forEach((el) => { if (!canWrite) el.hidden = true; });
-// The pair most brands start with; the date is today's (UTC, as rates are dated).
+// The pair most brands start with; the date is today's (UTC, as rates are dated). The
+// filter's lists keep the bare codes, which the table shows, and stay narrow.
 fillCurrencies(setForm.base, 'USD');
 fillCurrencies(setForm.quote, 'EUR');
-fillCurrencies(filter.base, '');
-fillCurrencies(filter.quote, '');
 setForm.date.value = new Date().toISOString().slice(0, 10);
 load();
