@@ -118,10 +118,15 @@ func TestBrowserEveryFormMarksItsErrors(t *testing.T) {
 			b.click(`#verify-form button[type=submit]`)
 			b.refused("a wrong code", "#code", msg("error.invalid_code"))
 
-			// The brand.
+			// The brand. Its leaderboard names the affiliate (its figures reach ClickHouse
+			// within a second or so).
 			b.signInWith(brand)
-			b.open("/app?lang=" + lang)
-			b.settle("the overview")
+			s.eventually(t, "the affiliate named in the leaderboard", func() (bool, string) {
+				b.open("/app?lang=" + lang)
+				b.settle("the overview")
+				got := b.eval2(`(document.querySelector('#leaders tbody') || {}).textContent || ''`)
+				return strings.Contains(got, "Forms affiliate") && !strings.Contains(got, "co_"), got
+			})
 			b.setValue("#from", "2026-05-10")
 			b.setValue("#to", "2026-05-01")
 			b.click(`#range-form button[type=submit]`)

@@ -86,11 +86,25 @@ function render() {
 // Its rows are read once per period shown (load clears them): a currency switch only sorts
 // them again.
 let leaderRows = null;
+// partners maps the brand's affiliates' ids to their names: the statistics know ids only.
+let partners = null;
+
+async function partnerNames() {
+  const names = new Map();
+  let cursor = '';
+  do {
+    const page = await api.get('/api/partnerships', { limit: 100, cursor });
+    for (const p of page.data) names.set(p.affiliate_id, p.affiliate_name);
+    cursor = page.next_cursor;
+  } while (cursor && names.size < 1000);
+  return names;
+}
 
 async function leaders(cur) {
   const section = document.getElementById('leaders-section');
   try {
     leaderRows ??= (await api.get('/api/stats', { group_by: 'affiliate', from: form.from.value, to: form.to.value, limit: 1000 })).data;
+    partners ??= await partnerNames();
   } catch (err) {
     showError(err);
     return;
@@ -102,7 +116,7 @@ async function leaders(cur) {
   section.hidden = rows.length === 0;
   table(document.getElementById('leaders'), [
     { label: t('overview.rank'), class: 'num', render: (r) => fmt.number(rows.indexOf(r) + 1) },
-    { label: t('overview.partner'), render: (r) => r.affiliate_name || r.affiliate_id },
+    { label: t('overview.partner'), render: (r) => partners.get(r.affiliate_id) || r.affiliate_id },
     { label: t('stats.clicks'), class: 'num', render: (r) => fmt.number(r.clicks) },
     { label: t('stats.conversions'), class: 'num', render: (r) => fmt.number(r.conversions.total) },
     { label: t('stats.commission'), class: 'num', render: (r) => (cur ? fmt.money(inCur(r).commission, cur) : '–') },
