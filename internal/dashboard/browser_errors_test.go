@@ -44,6 +44,58 @@ func (b *browser) setValue(sel, value string) {
 	b.waitFor("the control "+sel, fmt.Sprintf(`(el => el && (el.value = %s, el.dispatchEvent(new Event('change', { bubbles: true })), true))(document.querySelector(%q))`, quoted, sel))
 }
 
+// signUpPair signs up a brand and an affiliate in the browser (<prefix>-brand@ and
+// <prefix>-affiliate@example.test, companies "<name> brand" and "<name> affiliate") and
+// returns each one's address, session cookies and company id.
+func (s *stack) signUpPair(t *testing.T, prefix, name string) (brandEmail string, brand []*network.Cookie, brandID string,
+	affEmail string, affiliate []*network.Cookie, affID string) {
+	t.Helper()
+	b := newBrowser(t, s.base, "en", 1280, 800)
+	brandEmail, affEmail = prefix+"-brand@example.test", prefix+"-affiliate@example.test"
+	b.signUp(s, brandEmail, "advertiser", name+" brand")
+	brand, brandID = b.cookies(), s.companyOf(t, brandEmail)
+	b.run(network.ClearBrowserCookies())
+	b.signUp(s, affEmail, "affiliate", name+" affiliate")
+	affiliate, affID = b.cookies(), s.companyOf(t, affEmail)
+	return brandEmail, brand, brandID, affEmail, affiliate, affID
+}
+
+// badInput is one refusal a form walk provokes: values chosen (set) or typed (fill) into
+// controls, a click (click), then the control that must be marked (field) with the
+// catalogue's message want ("" for any message).
+type badInput struct {
+	what        string
+	set, fill   [][2]string
+	click       string
+	field, want string
+}
+
+// tryForm makes each bad input in turn on the page open and checks its refusal (refused).
+func (b *browser) tryForm(inputs ...badInput) {
+	b.t.Helper()
+	for _, in := range inputs {
+		for _, kv := range in.set {
+			b.setValue(kv[0], kv[1])
+		}
+		for _, kv := range in.fill {
+			b.fill(kv[0], kv[1])
+		}
+		b.click(in.click)
+		want := ""
+		if in.want != "" {
+			want = dashboard.Message(b.t, b.lang, in.want)
+		}
+		b.refused(in.what, in.field, want)
+	}
+}
+
+// openPage opens a dashboard page in the browser's language and waits for its data.
+func (b *browser) openPage(path string) {
+	b.t.Helper()
+	b.open(path + "?lang=" + b.lang)
+	b.settle(path)
+}
+
 // TestBrowserEveryFormMarksItsErrors walks every form of the dashboard with bad input, as a
 // visitor, a brand and an affiliate, in English and Spanish: each refusal is said under its
 // field in the page's language, the field is marked aria-invalid and takes the keyboard, and
@@ -54,15 +106,7 @@ func TestBrowserEveryFormMarksItsErrors(t *testing.T) {
 	s := newStack(t, stackOptions{kube: true})
 	ctx := context.Background()
 
-	setup := newBrowser(t, s.base, "en", 1280, 800)
-	brandEmail, affEmail := "forms-brand@example.test", "forms-affiliate@example.test"
-	setup.signUp(s, brandEmail, "advertiser", "Forms brand")
-	brand := setup.cookies()
-	brandID := s.companyOf(t, brandEmail)
-	setup.run(network.ClearBrowserCookies())
-	setup.signUp(s, affEmail, "affiliate", "Forms affiliate")
-	affiliate := setup.cookies()
-	affID := s.companyOf(t, affEmail)
+	brandEmail, brand, brandID, _, affiliate, affID := s.signUpPair(t, "forms", "Forms")
 
 	// A partnership with a pending conversion (for the rejection reason), and a program asking
 	// a question the affiliate has not answered yet.
@@ -97,43 +141,37 @@ func TestBrowserEveryFormMarksItsErrors(t *testing.T) {
 		t.Run("in "+lang, func(t *testing.T) {
 			msg := func(id string) string { return dashboard.Message(t, lang, id) }
 			b := newBrowser(t, s.base, lang, 1280, 800)
+			submit := func(form string) string { return form + ` button[type=submit]` }
+			// A period that ends before it starts.
+			period := func(from, to string) [][2]string { return [][2]string{{from, "2026-05-10"}, {to, "2026-05-01"}} }
 
 			// A visitor: the address, the company of a sign-up, the code.
 			b.open("/login?lang=" + lang)
-			b.fill("#email", "not-an-address")
-			b.click(`#request-form button[type=submit]`)
-			b.refused("a malformed address", "#email", msg("login.email_invalid"))
+			b.tryForm(badInput{what: "a malformed address", fill: [][2]string{{"#email", "not-an-address"}}, click: submit("#request-form"),
+				field: "#email", want: "login.email_invalid"})
 			b.click("#to-signup")
-			b.fill("#email", "visitor-"+lang+"@example.test")
-			b.click(`#request-form button[type=submit]`)
-			b.refused("a sign-up without its company", "#company_name", msg("login.company_name_required"))
+			b.tryForm(badInput{what: "a sign-up without its company", fill: [][2]string{{"#email", "visitor-" + lang + "@example.test"}},
+				click: submit("#request-form"), field: "#company_name", want: "login.company_name_required"})
 			b.open("/login?lang=" + lang)
 			b.fill("#email", brandEmail)
-			b.click(`#request-form button[type=submit]`)
+			b.click(submit("#request-form"))
 			b.waitFor("the code field", `!document.getElementById('verify-form').hidden`)
-			b.fill("#code", "12345")
-			b.click(`#verify-form button[type=submit]`)
-			b.refused("a short code", "#code", msg("login.code_invalid"))
-			b.fill("#code", "000000")
-			b.click(`#verify-form button[type=submit]`)
-			b.refused("a wrong code", "#code", msg("error.invalid_code"))
+			b.tryForm(
+				badInput{what: "a short code", fill: [][2]string{{"#code", "12345"}}, click: submit("#verify-form"), field: "#code", want: "login.code_invalid"},
+				badInput{what: "a wrong code", fill: [][2]string{{"#code", "000000"}}, click: submit("#verify-form"), field: "#code", want: "error.invalid_code"})
 
 			// The brand. Its leaderboard names the affiliate (its figures reach ClickHouse
 			// within a second or so).
 			b.signInWith(brand)
 			s.eventually(t, "the affiliate named in the leaderboard", func() (bool, string) {
-				b.open("/app?lang=" + lang)
-				b.settle("the overview")
+				b.openPage("/app")
 				got := b.eval2(`(document.querySelector('#leaders tbody') || {}).textContent || ''`)
 				return strings.Contains(got, "Forms affiliate") && !strings.Contains(got, "co_"), got
 			})
-			b.setValue("#from", "2026-05-10")
-			b.setValue("#to", "2026-05-01")
-			b.click(`#range-form button[type=submit]`)
-			b.refused("a range that ends before it starts", "#to", msg("overview.bad_range"))
+			b.tryForm(badInput{what: "a range that ends before it starts", set: period("#from", "#to"), click: submit("#range-form"),
+				field: "#to", want: "overview.bad_range"})
 
-			b.open("/app/programs?lang=" + lang)
-			b.settle("the programs")
+			b.openPage("/app/programs")
 			// An approval program is listed by default in the form; a public one has no choice.
 			if got := b.eval2(`[document.getElementById('p-visibility').value, document.getElementById('p-listed').checked, document.getElementById('p-listed-field').hidden].join()`); got != "approval,true,false" {
 				t.Errorf("the program form's visibility, directory box and its field's hiding: %s", got)
@@ -147,126 +185,90 @@ func TestBrowserEveryFormMarksItsErrors(t *testing.T) {
 			b.fill("#p-name", listed)
 			b.fill("#p-landing", "https://shop.example/boots")
 			b.fill("#p-value", "10")
-			b.click(`#program-form button[type=submit]`)
+			b.click(submit("#program-form"))
 			b.waitFor("the listed approval program", fmt.Sprintf(`[...document.querySelectorAll('#programs tbody tr')].some((r) => r.textContent.includes(%q) && r.textContent.includes(%q))`,
 				listed, msg("programs.directory.listed")))
 			b.clickRow("#programs", "Joined shoes", msg("promotions.title"))
-			b.fill("#pr-title", "Spring")
-			b.fill("#pr-landing", "not a page")
-			b.click(`#promotion-form button[type=submit]`)
-			b.refused("a promotion's landing page", "#pr-landing", msg("forms.field.invalid_url"))
+			b.tryForm(badInput{what: "a promotion's landing page", fill: [][2]string{{"#pr-title", "Spring"}, {"#pr-landing", "not a page"}},
+				click: submit("#promotion-form"), field: "#pr-landing", want: "forms.field.invalid_url"})
 			b.clickRow("#programs", "Joined shoes", msg("affiliate_invitations.invite"))
-			b.click(`#invite-affiliate-form button[type=submit]`)
-			b.refused("an invitation without an address", "#invite-affiliate-email", msg("team.email_required"))
-			b.fill("#invite-affiliate-email", "someone@")
-			b.click(`#invite-affiliate-form button[type=submit]`)
-			b.refused("an invitation to a malformed address", "#invite-affiliate-email", msg("forms.field.invalid_email"))
+			b.tryForm(
+				badInput{what: "an invitation without an address", click: submit("#invite-affiliate-form"), field: "#invite-affiliate-email", want: "team.email_required"},
+				badInput{what: "an invitation to a malformed address", fill: [][2]string{{"#invite-affiliate-email", "someone@"}}, click: submit("#invite-affiliate-form"),
+					field: "#invite-affiliate-email", want: "forms.field.invalid_email"})
 
-			b.open("/app/partnerships?lang=" + lang)
-			b.settle("the partnerships")
+			b.openPage("/app/partnerships")
 			b.clickRow("#partnerships", "Joined shoes", msg("coupons.title"))
-			b.fill("#c-code", "not a code!")
-			b.click(`#coupon-form button[type=submit]`)
-			b.refused("a coupon code with spaces", "#c-code", "")
+			b.tryForm(badInput{what: "a coupon code with spaces", fill: [][2]string{{"#c-code", "not a code!"}}, click: submit("#coupon-form"), field: "#c-code"})
 
-			b.open("/app/conversions?lang=" + lang)
-			b.settle("the conversions")
-			b.setValue("#f-from", "2026-05-10")
-			b.setValue("#f-to", "2026-05-01")
-			b.click(`#filter-form button[type=submit]`)
-			b.refused("a filter that ends before it starts", "#f-to", msg("forms.field.not_after"))
+			b.openPage("/app/conversions")
+			b.tryForm(badInput{what: "a filter that ends before it starts", set: period("#f-from", "#f-to"), click: submit("#filter-form"),
+				field: "#f-to", want: "forms.field.not_after"})
 			b.setValue("#f-from", "")
 			b.setValue("#f-to", "")
-			b.click(`#filter-form button[type=submit]`)
-			b.waitFor("the conversion to reject", `[...document.querySelectorAll('#conversions tbody tr')].some((r) => r.textContent.includes('order-to-reject-`+lang+`'))`)
+			b.click(submit("#filter-form"))
+			order := "order-to-reject-" + lang
+			b.waitFor("the conversion to reject", fmt.Sprintf(`[...document.querySelectorAll('#conversions tbody tr')].some((r) => r.textContent.includes(%q))`, order))
 			b.setValue("#reject-reason", "a bell \u0007 in the reason")
-			b.rowControl("#conversions", "order-to-reject-"+lang, "button.danger")
+			b.rowControl("#conversions", order, "button.danger")
 			b.refused("a rejection reason with a control character", "#reject-reason", msg("forms.field.invalid_text"))
 
-			b.open("/app/payouts?lang=" + lang)
-			b.settle("the payouts")
+			b.openPage("/app/payouts")
 			b.waitFor("the affiliate in the payout form", `document.getElementById('po-affiliate').options.length > 0`)
-			b.setValue("#po-start", "2026-05-10")
-			b.setValue("#po-end", "2026-05-01")
-			b.click(`#payout-form button[type=submit]`)
-			b.refused("a payout period that ends before it starts", "#po-end", msg("forms.field.not_after"))
+			b.tryForm(badInput{what: "a payout period that ends before it starts", set: period("#po-start", "#po-end"), click: submit("#payout-form"),
+				field: "#po-end", want: "forms.field.not_after"})
 
-			b.open("/app/settings/webhooks?lang=" + lang)
-			b.settle("the webhooks")
-			b.click(`#hook-form button[type=submit]`)
-			b.refused("a webhook without its address", "#hook-url", msg("webhooks.url_required"))
-			b.fill("#hook-url", "not a url")
+			b.openPage("/app/settings/webhooks")
 			b.eval2(`[...document.querySelectorAll('#hook-form input[name=events]')].forEach((c) => { c.checked = false; })`)
-			b.click(`#hook-form button[type=submit]`)
-			b.refused("a webhook without events", "#hook-form input[name=events]", msg("webhooks.events_required"))
+			b.tryForm(
+				badInput{what: "a webhook without its address", click: submit("#hook-form"), field: "#hook-url", want: "webhooks.url_required"},
+				badInput{what: "a webhook without events", fill: [][2]string{{"#hook-url", "not a url"}}, click: submit("#hook-form"),
+					field: "#hook-form input[name=events]", want: "webhooks.events_required"})
 			b.eval2(`document.querySelector('#hook-form input[name=events]').checked = true`)
-			b.click(`#hook-form button[type=submit]`)
-			b.refused("a webhook's address", "#hook-url", msg("forms.field.invalid_url"))
+			b.tryForm(badInput{what: "a webhook's address", click: submit("#hook-form"), field: "#hook-url", want: "forms.field.invalid_url"})
 
-			b.open("/app/settings/api-keys?lang=" + lang)
-			b.settle("the keys")
-			b.setValue("#key-name", "a bell \u0007")
-			b.click(`#create-form button[type=submit]`)
-			b.refused("a key name with a control character", "#key-name", "")
+			b.openPage("/app/settings/api-keys")
+			b.tryForm(badInput{what: "a key name with a control character", set: [][2]string{{"#key-name", "a bell \u0007"}}, click: submit("#create-form"), field: "#key-name"})
 
-			b.open("/app/settings/team?lang=" + lang)
-			b.settle("the team")
-			b.fill("#invite-email", "someone@")
-			b.click(`#invite-form button[type=submit]`)
-			b.refused("a colleague's malformed address", "#invite-email", msg("forms.field.invalid_email"))
+			b.openPage("/app/settings/team")
+			b.tryForm(badInput{what: "a colleague's malformed address", fill: [][2]string{{"#invite-email", "someone@"}}, click: submit("#invite-form"),
+				field: "#invite-email", want: "forms.field.invalid_email"})
 
-			b.open("/app/settings/rates?lang=" + lang)
-			b.settle("the rates")
-			b.setValue("#r-base", "USD")
-			b.setValue("#r-quote", "USD")
-			b.fill("#r-rate", "0.9")
-			b.click(`#rate-form button[type=submit]`)
-			b.refused("a pair of one currency", "#r-quote", msg("forms.field.must_differ"))
-			b.setValue("#r-quote", "EUR")
-			b.fill("#r-rate", "abc")
-			b.click(`#rate-form button[type=submit]`)
-			b.refused("a rate that is no number", "#r-rate", msg("forms.field.not_a_decimal"))
-			b.click(`#upload-form button[type=submit]`)
-			b.refused("an upload without a file", "#r-file", msg("rates.no_file"))
+			b.openPage("/app/settings/rates")
+			b.tryForm(
+				badInput{what: "a pair of one currency", set: [][2]string{{"#r-base", "USD"}, {"#r-quote", "USD"}}, fill: [][2]string{{"#r-rate", "0.9"}},
+					click: submit("#rate-form"), field: "#r-quote", want: "forms.field.must_differ"},
+				badInput{what: "a rate that is no number", set: [][2]string{{"#r-quote", "EUR"}}, fill: [][2]string{{"#r-rate", "abc"}},
+					click: submit("#rate-form"), field: "#r-rate", want: "forms.field.not_a_decimal"},
+				badInput{what: "an upload without a file", click: submit("#upload-form"), field: "#r-file", want: "rates.no_file"})
 
 			// The affiliate.
 			b.signInWith(affiliate)
-			b.open("/app/programs?lang=" + lang)
-			b.settle("the listing")
-			b.fill("#apply-id", "prg_nothing")
-			b.click(`#apply-form button[type=submit]`)
-			b.refused("an id that shows no program", "#apply-id", msg("programs.lookup.not_found"))
+			b.openPage("/app/programs")
+			b.tryForm(badInput{what: "an id that shows no program", fill: [][2]string{{"#apply-id", "prg_nothing"}}, click: submit("#apply-form"),
+				field: "#apply-id", want: "programs.lookup.not_found"})
 			// The listed approval program is found by a search, with Apply.
 			b.fill("#s-q", listed)
-			b.click(`#search-form button[type=submit]`)
+			b.click(submit("#search-form"))
 			b.waitFor("the listed approval program with Apply", fmt.Sprintf(`(c => c.length === 1 && c[0].textContent.includes(%q) && c[0].querySelector('button.apply').textContent === %q)
 				([...document.querySelectorAll('#programs .listing-card')])`, listed, msg("programs.apply")))
 			b.click(`#programs .listing-card button.apply`)
 			b.waitFor("the application waiting for the brand", `document.querySelector('#programs .listing-card .badge.pending')`)
 			b.fill("#s-q", "Asked boots")
-			b.click(`#search-form button[type=submit]`)
+			b.click(submit("#search-form"))
 			b.waitFor("the program with a question", `document.querySelectorAll('#programs .listing-card').length === 1`)
 			b.click(`#programs .listing-card button.apply`)
-			b.click(`#programs .listing-card .apply-answers button[type=submit]`)
-			b.refused("an unanswered question", `#programs .listing-card textarea[name=answer]`, msg("listing.answer_required"))
+			b.tryForm(badInput{what: "an unanswered question", click: submit(`#programs .listing-card .apply-answers`),
+				field: `#programs .listing-card textarea[name=answer]`, want: "listing.answer_required"})
 
-			b.open("/app/links?lang=" + lang)
-			b.settle("the links")
-			b.fill("#l-destination", "not a page")
-			b.click(`#link-form button[type=submit]`)
-			b.refused("a link's destination", "#l-destination", msg("forms.field.invalid_url"))
-
-			b.open("/app/settings/postbacks?lang=" + lang)
-			b.settle("the postbacks")
-			b.fill("#pb-url", "not a url")
-			b.click(`#postback-form button[type=submit]`)
-			b.refused("a postback's address", "#pb-url", "")
-
-			b.open("/app/settings/profile?lang=" + lang)
-			b.settle("the profile")
-			b.fill("#pf-website", "not a site")
-			b.click(`#profile-form button[type=submit]`)
-			b.refused("a profile's website", "#pf-website", msg("people.profile.invalid_website"))
+			b.openPage("/app/links")
+			b.tryForm(badInput{what: "a link's destination", fill: [][2]string{{"#l-destination", "not a page"}}, click: submit("#link-form"),
+				field: "#l-destination", want: "forms.field.invalid_url"})
+			b.openPage("/app/settings/postbacks")
+			b.tryForm(badInput{what: "a postback's address", fill: [][2]string{{"#pb-url", "not a url"}}, click: submit("#postback-form"), field: "#pb-url"})
+			b.openPage("/app/settings/profile")
+			b.tryForm(badInput{what: "a profile's website", fill: [][2]string{{"#pf-website", "not a site"}}, click: submit("#profile-form"),
+				field: "#pf-website", want: "people.profile.invalid_website"})
 		})
 	}
 }

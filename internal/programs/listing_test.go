@@ -33,18 +33,6 @@ func TestListingSearchKeepsEachCompanysScope(t *testing.T) {
 	if shoes.AdvertiserName != "adv" {
 		t.Fatalf("brand name %q", shoes.AdvertiserName)
 	}
-	search := func(a programs.Actor, f programs.ProgramFilter) []string {
-		t.Helper()
-		list, _, err := e.svc.ListPrograms(e.ctx, a, f, page.Request{Limit: 50})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, p := range list {
-			out = append(out, p.ID)
-		}
-		return out
-	}
 	for _, c := range []struct {
 		name string
 		a    programs.Actor
@@ -58,7 +46,7 @@ func TestListingSearchKeepsEachCompanysScope(t *testing.T) {
 		{"text and category together", e.adv2, programs.ProgramFilter{Query: "trips", Category: "fashion"}, nil},
 		{"the pattern characters are plain text", e.aff, programs.ProgramFilter{Query: "%"}, nil},
 	} {
-		if got := search(c.a, c.f); !slices.Equal(got, c.want) {
+		if got := e.programIDs(t, c.a, c.f); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -220,19 +208,7 @@ func TestListedApprovalPrograms(t *testing.T) {
 	if got := fields(t, errOf(e.svc.CreateProgram(e.ctx, e.adv, in))); !slices.Equal(got, []string{"listed"}) {
 		t.Fatalf("an unlisted public program: %v", got)
 	}
-	ids := func(a programs.Actor, f programs.ProgramFilter) []string {
-		t.Helper()
-		list, _, err := e.svc.ListPrograms(e.ctx, a, f, page.Request{Limit: 50})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, p := range list {
-			out = append(out, p.ID)
-		}
-		slices.Sort(out)
-		return out
-	}
+	ids := func(a programs.Actor, f programs.ProgramFilter) []string { return e.programIDs(t, a, f) }
 	sorted := func(s ...string) []string { slices.Sort(s); return s }
 	if got := ids(e.aff, programs.ProgramFilter{}); !slices.Equal(got, sorted(listed.ID, pub.ID)) {
 		t.Fatalf("the listing %v, want the listed approval program and the public one", got)
