@@ -247,7 +247,11 @@ func TestBrowserEveryFormMarksItsErrors(t *testing.T) {
 					badInput{what: "a pair of one currency", set: [][2]string{{"#r-base", "USD"}, {"#r-quote", "USD"}}, fill: [][2]string{{"#r-rate", "0.9"}},
 						click: submit("#rate-form"), field: "#r-quote", want: "forms.field.must_differ"},
 					badInput{what: "a rate that is no number", set: [][2]string{{"#r-quote", "EUR"}}, fill: [][2]string{{"#r-rate", "abc"}},
-						click: submit("#rate-form"), field: "#r-rate", want: "forms.field.not_a_decimal"},
+						click: submit("#rate-form"), field: "#r-rate", want: "forms.field.not_a_decimal"})
+				if vp.name == "desktop" {
+					b.screenshot("rates-errors")
+				}
+				b.tryForm(
 					badInput{what: "an upload without a file", click: submit("#upload-form"), field: "#r-file", want: "rates.no_file"})
 
 				// The affiliate.
