@@ -134,8 +134,8 @@ type Names struct {
 
 // Names reads the names of what the viewer's figures can name: its own company, the
 // programs it has a partnership in (an advertiser: its programs) and the companies on the
-// other side of its partnerships. They are held in memory for the length of one export,
-// about 100 bytes per program and partner.
+// other side of its partnerships. They are held in memory for the length of one export: one
+// entry per program and partner.
 func (s *Service) Names(ctx context.Context, v Viewer) (Names, error) {
 	n := Names{Programs: map[string]string{}, Companies: map[string]string{}}
 	other := "advertiser_id"
