@@ -64,7 +64,9 @@ type Commission struct {
 	UpdatedAt    time.Time
 	// Exchange is the conversion's exchange snapshot (nil in the program currency).
 	Exchange *Exchange
-	scanned  exchangeColumns
+	// The companies' names, read for the export (CommissionRows); empty elsewhere.
+	AdvertiserName, AffiliateName string
+	scanned                       exchangeColumns
 }
 
 // TransitionError is a status change the state machine does not allow.

@@ -197,15 +197,7 @@ func TestBrowserEveryPageFits(t *testing.T) {
 	axe := axeSource(t)
 	ctx := context.Background()
 
-	setup := newBrowser(t, s.base, "en", 1280, 800)
-	brandEmail, affEmail := "fits-brand@example.test", "fits-affiliate@example.test"
-	setup.signUp(s, brandEmail, "advertiser", "Fits brand")
-	brand := setup.cookies()
-	brandID := s.companyOf(t, brandEmail)
-	setup.run(network.ClearBrowserCookies())
-	setup.signUp(s, affEmail, "affiliate", "Fits affiliate")
-	affiliate := setup.cookies()
-	affID := s.companyOf(t, affEmail)
+	_, brand, brandID, _, affiliate, affID := s.signUpPair(t, "fits", "Fits")
 
 	// Tables with long unbroken values: a key name, a landing page, a sub1, an order id.
 	if _, _, err := s.ids.CreateAPIKey(ctx, brandID, long); err != nil {

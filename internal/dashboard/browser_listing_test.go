@@ -44,8 +44,10 @@ func TestBrowserListingAndOnboarding(t *testing.T) {
 			adv.fill("#p-terms", "No brand bidding.")
 			adv.fill("#p-q1", w["question"])
 			var ignored bool
+			// Invitation-only: out of the directory, which the form ticks for a new program.
 			adv.eval(`(document.querySelector('input[name=categories][value=fashion]').click(),
-				document.querySelectorAll('input[name=question_required]')[0].click(), true)`, &ignored)
+				document.querySelectorAll('input[name=question_required]')[0].click(),
+				document.getElementById('p-listed').checked && document.getElementById('p-listed').click(), true)`, &ignored)
 			adv.click(`#program-form button[type=submit]`)
 			adv.waitFor("the new program's tracking instructions, focused", fmt.Sprintf(`(g => g && g.dataset.program.startsWith('prg_')
 				&& document.getElementById('tracking-of').textContent === %q && document.activeElement.id === 'tracking-title'

@@ -468,9 +468,10 @@ func TestBrowserPartnerJourney(t *testing.T) {
 			adv.fill("#p-landing", "https://shop.example/")
 			adv.fill("#p-value", "7.50")
 			// A subscription program: renewals earn for 12 months, a customer stays 400 days.
+			// Invitation-only: out of the directory, which the form ticks for a new program.
 			var ignored bool
 			adv.eval(`(document.getElementById('p-recurring').value = 'months', document.getElementById('p-recurring').dispatchEvent(new Event('change')),
-				document.getElementById('p-attribution-rule').value = 'last_click', true)`, &ignored)
+				document.getElementById('p-attribution-rule').value = 'last_click', document.getElementById('p-listed').checked = false, true)`, &ignored)
 			adv.fill("#p-recurring-months", "12")
 			adv.fill("#p-customer-window", "400")
 			adv.click(`#program-form button[type=submit]`)

@@ -82,21 +82,23 @@ var Conversions = Table[conversions.Conversion]{
 // Commissions is the file of commissions.
 var Commissions = Table[conversions.Commission]{
 	Columns: cols(text("id", "conversion_id", "occurred_at", "program_id", "advertiser_id", "affiliate_id"), number("amount"),
-		text("currency", "status", "reason", "hold_until", "payout_id", "created_at", "updated_at"), exchangeColumns),
+		text("currency", "status", "reason", "hold_until", "payout_id", "created_at", "updated_at"), exchangeColumns,
+		text("advertiser_name", "affiliate_name")),
 	Record: func(m conversions.Commission, r []string) {
-		copy(r, append([]string{m.ID, m.ConversionID, stamp(m.OccurredAt), m.ProgramID, m.AdvertiserID, m.AffiliateID,
+		row := append([]string{m.ID, m.ConversionID, stamp(m.OccurredAt), m.ProgramID, m.AdvertiserID, m.AffiliateID,
 			money.Format(m.Amount, m.Currency), m.Currency, m.Status, m.Reason, stampOf(m.HoldUntil), m.PayoutID,
-			stamp(m.CreatedAt), stamp(m.UpdatedAt)}, exchange(m.Exchange)...))
+			stamp(m.CreatedAt), stamp(m.UpdatedAt)}, exchange(m.Exchange)...)
+		copy(r, append(row, m.AdvertiserName, m.AffiliateName))
 	},
 }
 
 // Payouts is the mass-payment file: one row per payment to make (an advertiser, an affiliate
 // and a currency). Its first five columns are the common mass-payment layout (payee email,
 // amount, currency, a reference of at most 30 characters, the payee's name); the others say
-// what the payment covers.
+// what the payment covers, and the last two name both companies, as in the other files.
 var Payouts = Table[conversions.PayoutTotal]{
 	Columns: cols(text("payee_email"), number("amount"), text("currency", "reference", "payee_name", "affiliate_id", "advertiser_id"),
-		number("payout_count", "commission_count"), text("period_start", "period_end", "payout_ids")),
+		number("payout_count", "commission_count"), text("period_start", "period_end", "payout_ids", "advertiser_name", "affiliate_name")),
 	Record: func(t conversions.PayoutTotal, r []string) {
 		ref := ""
 		if len(t.PayoutIDs) > 0 {
@@ -104,8 +106,31 @@ var Payouts = Table[conversions.PayoutTotal]{
 		}
 		copy(r, []string{t.PayeeEmail, money.FormatSum(t.Amount, t.Currency), t.Currency, ref, t.PayeeName, t.AffiliateID,
 			t.AdvertiserID, strconv.FormatInt(t.Payouts, 10), strconv.FormatInt(t.Commissions, 10), stamp(t.PeriodStart),
-			stamp(t.PeriodEnd), strings.Join(t.PayoutIDs, " ")})
+			stamp(t.PeriodEnd), strings.Join(t.PayoutIDs, " "), t.AdvertiserName, t.PayeeName})
 	},
+}
+
+// statsNames are the name columns of each grouping, after the figures: the names of its
+// key ids (a day, a sub1 or an attribution has none).
+var statsNames = map[stats.GroupBy][]string{
+	stats.Program:   {"program_name"},
+	stats.Affiliate: {"affiliate_name"},
+	stats.Link:      {"program_name", "affiliate_name"},
+}
+
+// StatsNamed says whether the file of grouping g has name columns (Stats's names).
+func StatsNamed(g stats.GroupBy) bool { return len(statsNames[g]) > 0 }
+
+func statsName(g stats.GroupBy, r stats.Row, n conversions.Names) []string {
+	switch g {
+	case stats.Program:
+		return []string{n.Programs[r.ProgramID]}
+	case stats.Affiliate:
+		return []string{n.Companies[r.AffiliateID]}
+	case stats.Link:
+		return []string{n.Programs[r.ProgramID], n.Companies[r.AffiliateID]}
+	}
+	return nil
 }
 
 // statsKeys are the key columns of each grouping.
@@ -135,19 +160,20 @@ func statsKey(g stats.GroupBy, r stats.Row) []string {
 }
 
 // Stats is the file of a statistics report grouped by g: the group's key columns, then its
-// figures per currency (stats.Service.Rows).
-func Stats(g stats.GroupBy) Table[stats.Row] {
+// figures per currency (stats.Service.Rows), then the names of its keys from names.
+func Stats(g stats.GroupBy, names conversions.Names) Table[stats.Row] {
 	keys := statsKeys[g]
 	return Table[stats.Row]{
 		Columns: cols(text(keys...), text("currency"), number("clicks", "unique_clicks", "conversions", "pending", "approved",
-			"rejected", "paid", "reversed", "sale_amount", "commission", "epc", "conversion_rate")),
+			"rejected", "paid", "reversed", "sale_amount", "commission", "epc", "conversion_rate"), text(statsNames[g]...)),
 		Record: func(v stats.Row, r []string) {
 			c := v.Conversions
 			n := copy(r, statsKey(g, v))
 			i := func(x int64) string { return strconv.FormatInt(x, 10) }
-			copy(r[n:], []string{v.Currency, i(v.Clicks), i(v.UniqueClicks), i(c.Total), i(c.Pending), i(c.Approved), i(c.Rejected),
+			n += copy(r[n:], []string{v.Currency, i(v.Clicks), i(v.UniqueClicks), i(c.Total), i(c.Pending), i(c.Approved), i(c.Rejected),
 				i(c.Paid), i(c.Reversed), money.FormatSum(v.SaleAmount, v.Currency), money.FormatSum(v.Commission, v.Currency),
 				money.FormatSum(v.EPC(), v.Currency), strconv.FormatFloat(v.ConversionRate(), 'f', -1, 64)})
+			copy(r[n:], statsName(g, v, names))
 		},
 	}
 }

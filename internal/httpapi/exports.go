@@ -17,6 +17,8 @@ type ConversionExporter interface {
 	ConversionRows(ctx context.Context, v conversions.Viewer, f conversions.Filter) (*conversions.Rows[conversions.Conversion], error)
 	CommissionRows(ctx context.Context, v conversions.Viewer, f conversions.Filter) (*conversions.Rows[conversions.Commission], error)
 	PayoutTotals(ctx context.Context, v conversions.Viewer, f conversions.PayoutFilter) (*conversions.Rows[conversions.PayoutTotal], error)
+	// Names are the names the statistics file writes beside the ids.
+	Names(ctx context.Context, v conversions.Viewer) (conversions.Names, error)
 }
 
 // StatsExporter reads the rows of the statistics file (stats.Service).
@@ -105,7 +107,13 @@ func (h exportHandlers) stats(c *fiber.Ctx) error {
 	// The rows outlive the handler, and Fiber's query values point into the request's buffer.
 	p.Currency = strings.Clone(p.Currency)
 	scope := statsScope(c)
-	return serve(h, c, "stats-"+string(p.GroupBy)+".csv", export.Stats(p.GroupBy), func(ctx context.Context) (*stats.Rows, error) {
+	var names conversions.Names
+	if export.StatsNamed(p.GroupBy) {
+		if names, err = h.cnv.Names(c.UserContext(), conversionsViewer(c)); err != nil {
+			return conversionsProblem(c, err)
+		}
+	}
+	return serve(h, c, "stats-"+string(p.GroupBy)+".csv", export.Stats(p.GroupBy, names), func(ctx context.Context) (*stats.Rows, error) {
 		return h.st.Rows(ctx, scope, p)
 	}, statsProblem)
 }

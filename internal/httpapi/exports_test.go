@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,15 @@ func TestConversionAndCommissionExportsCarryTheListsFiltersAndGuardFormulas(t *t
 	if got := column(t, recs, "amount"); strings.Join(got, "|") != "1.00|4.25" {
 		t.Errorf("the affiliate's pending commissions: %q", got)
 	}
+	if n := len(recs[0]); recs[0][n-2] != "advertiser_name" || recs[0][n-1] != "affiliate_name" {
+		t.Errorf("the commissions' last columns are %q, want advertiser_name, affiliate_name", recs[0][n-2:])
+	}
+	if got := column(t, recs, "advertiser_name"); strings.Join(got, "|") != "advertiser co|advertiser co" {
+		t.Errorf("the commissions' brand names: %q", got)
+	}
+	if got := column(t, recs, "affiliate_name"); strings.Join(got, "|") != "affiliate co|affiliate co" {
+		t.Errorf("the commissions' affiliate names: %q", got)
+	}
 
 	// Bad filters are the list's problems, before any file.
 	for _, path := range []string{"/api/v1/conversions.csv?status=won", "/api/v1/commissions.csv?program_id=nope", "/api/partner-api/commissions.csv?from=yesterday"} {
@@ -182,6 +192,10 @@ func TestThePayoutExportIsOneMassPaymentRowPerAffiliateAndCurrency(t *testing.T)
 		len(ids) != 2 || column(t, recs, "payout_count")[0] != "2" || column(t, recs, "commission_count")[0] != "3" {
 		t.Errorf("row %q", row)
 	}
+	// Both companies are named in the last two columns, guarded like every text.
+	if n := len(row); strings.Join(recs[0][n-2:], ",") != "advertiser_name,affiliate_name" || row[n-2] != "advertiser co" || row[n-1] != "'@SUM(1+1)" {
+		t.Errorf("the names %q of %q", row[n-2:], recs[0][n-2:])
+	}
 	// The affiliate reads its own totals from the partner API.
 	recs = csvOf(t, f.do(t, "GET", "/api/partner-api/payouts.csv", apiKey(f.aff), ""))
 	if len(recs) != 2 || recs[1][1] != "12.30" {
@@ -213,8 +227,17 @@ func TestTheStatsExportTakesEveryGrouping(t *testing.T) {
 		len(recs) != 3 || recs[1][0] != day || recs[1][2] != "3" || recs[2][2] != "0" {
 		t.Errorf("by day: %q", recs)
 	}
+	names := map[string]string{"program": "program_name:p", "affiliate": "affiliate_name:affiliate co", "link": "program_name:p,affiliate_name:affiliate co"}
 	for g, header := range map[string]string{"program": "program_id", "affiliate": "affiliate_id", "link": "link_id,program_id,affiliate_id", "sub1": "sub1", "attribution": "attribution"} {
 		recs := csvOf(t, f.do(t, "GET", "/api/stats.csv?group_by="+g+"&from="+day, f.dashboardAs(t, identity.Advertiser, "owner"), ""))
+		// The names of the keys come after the figures: header then value, for each.
+		var got []string
+		for i := slices.Index(recs[0], "conversion_rate") + 1; i < len(recs[0]) && len(recs) > 1; i++ {
+			got = append(got, recs[0][i]+":"+recs[1][i])
+		}
+		if strings.Join(got, ",") != names[g] {
+			t.Errorf("by %s, the names %q, want %q", g, got, names[g])
+		}
 		rows := 1
 		switch g {
 		case "link":
@@ -226,7 +249,8 @@ func TestTheStatsExportTakesEveryGrouping(t *testing.T) {
 			t.Errorf("by %s: %q", g, recs)
 		}
 	}
-	if recs := csvOf(t, f.do(t, "GET", "/api/partner-api/stats.csv?group_by=program&from="+day, apiKey(f.aff), "")); len(recs) != 2 || recs[1][0] != f.program {
+	if recs := csvOf(t, f.do(t, "GET", "/api/partner-api/stats.csv?group_by=program&from="+day, apiKey(f.aff), "")); len(recs) != 2 || recs[1][0] != f.program ||
+		column(t, recs, "program_name")[0] != "p" {
 		t.Errorf("the affiliate's programs: %q", recs)
 	}
 	for _, q := range []string{"group_by=week", "from=2026-13-01", "currency=eur", "from=9999-12-01&to=9999-12-31", "from=1969-12-31&to=1970-01-31"} {

@@ -3,7 +3,9 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/partnerstream/partnerstream/internal/programs"
@@ -155,5 +157,75 @@ func TestOnboardingRoutes(t *testing.T) {
 	expect(t, r, 200, "")
 	if !decode[onboarding](t, r).Dismissed {
 		t.Fatalf("dismissed %s", r.raw)
+	}
+}
+
+func TestListedApprovalProgramsInTheListing(t *testing.T) {
+	f := newProgramsFixture(t)
+	create := func(body string) map[string]any {
+		t.Helper()
+		r := f.do(t, "POST", "/api/programs", f.advOwner, `{"name":"Trail shoes","landing_url":"https://shop.example.com/",
+			"currency":"EUR","commission":{"type":"percent","percent":"10"},`+body+`}`)
+		expect(t, r, 201, "")
+		return decode[map[string]any](t, r)
+	}
+	listed := create(`"visibility":"approval","listed":true,"questions":[{"text":"Where will you promote us?","required":true}]`)
+	unlisted := create(`"visibility":"approval"`)
+	public := create(`"visibility":"public"`)
+	if listed["listed"] != true || unlisted["listed"] != false || public["listed"] != true {
+		t.Fatalf("listed: %v %v %v", listed["listed"], unlisted["listed"], public["listed"])
+	}
+	r := f.do(t, "POST", "/api/programs", f.advOwner, `{"name":"x","landing_url":"https://shop.example.com/","currency":"EUR",
+		"commission":{"type":"percent","percent":"10"},"visibility":"public","listed":false}`)
+	expect(t, r, 400, "validation_failed")
+	if len(r.problem.Errors) != 1 || r.problem.Errors[0].Field != "listed" {
+		t.Fatalf("an unlisted public program: %s", r.raw)
+	}
+	expect(t, f.do(t, "PATCH", "/api/programs/"+unlisted["id"].(string), f.advOwner, `{"listed":null}`), 400, "validation_failed")
+
+	// The first affiliate applies with an answer and a message the brand alone may read.
+	const secret = "my private pitch to the brand"
+	r = f.do(t, "POST", "/api/v1/partnerships", apiKey(f.aff), fmt.Sprintf(`{"program_id":%q,"message":%q,"answers":[%q]}`, listed["id"], secret, secret))
+	expect(t, r, 201, "")
+	if decode[partnership](t, r).Status != programs.Pending {
+		t.Fatalf("applied to a listed approval program: %s", r.raw)
+	}
+	otherAff, otherKey := f.company(t, "affiliate")
+	for _, c := range []struct {
+		path    string
+		headers map[string]string
+	}{
+		{"/api/v1/programs", apiKey(otherKey)},
+		{"/api/v1/programs?q=trail", apiKey(otherKey)},
+		{"/api/programs", f.affOwner},
+	} {
+		r := f.do(t, "GET", c.path, c.headers, "")
+		expect(t, r, 200, "")
+		got := idsOf(t, r)
+		if !slices.Contains(got, listed["id"].(string)) || !slices.Contains(got, public["id"].(string)) || slices.Contains(got, unlisted["id"].(string)) {
+			t.Fatalf("%s lists %v; want the listed and public programs, not %s", c.path, got, unlisted["id"])
+		}
+		// Another company reads the program's listing, never what an affiliate told the brand.
+		for _, private := range []string{secret, f.affID, "affiliate@example.test", "advertiser@example.test"} {
+			if strings.Contains(r.raw, private) {
+				t.Fatalf("%s shows %q: %s", c.path, private, r.raw)
+			}
+		}
+	}
+	// A listed approval program has the fields of a public one, no more.
+	r = f.do(t, "GET", "/api/v1/programs/"+listed["id"].(string), apiKey(otherKey), "")
+	expect(t, r, 200, "")
+	read, pub := decode[map[string]any](t, r), decode[map[string]any](t, f.do(t, "GET", "/api/v1/programs/"+public["id"].(string), apiKey(otherKey), ""))
+	if !slices.Equal(slices.Sorted(maps.Keys(read)), slices.Sorted(maps.Keys(pub))) {
+		t.Fatalf("listed approval fields %v, public fields %v", slices.Sorted(maps.Keys(read)), slices.Sorted(maps.Keys(pub)))
+	}
+	// The unlisted program stays readable by id, and an affiliate's own programs are its partnerships only.
+	expect(t, f.do(t, "GET", "/api/v1/programs/"+unlisted["id"].(string), apiKey(otherKey), ""), 200, "")
+	if got := idsOf(t, f.do(t, "GET", "/api/partner-api/programs", apiKey(otherKey), "")); len(got) != 0 {
+		t.Fatalf("%s has no partnership but its own programs are %v", otherAff, got)
+	}
+	expect(t, f.do(t, "GET", "/api/v1/partnerships?program_id="+listed["id"].(string), apiKey(otherKey), ""), 200, "")
+	if got := idsOf(t, f.do(t, "GET", "/api/v1/partnerships?program_id="+listed["id"].(string), apiKey(otherKey), "")); len(got) != 0 {
+		t.Fatalf("another affiliate reads the partnerships %v", got)
 	}
 }

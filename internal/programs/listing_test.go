@@ -33,18 +33,6 @@ func TestListingSearchKeepsEachCompanysScope(t *testing.T) {
 	if shoes.AdvertiserName != "adv" {
 		t.Fatalf("brand name %q", shoes.AdvertiserName)
 	}
-	search := func(a programs.Actor, f programs.ProgramFilter) []string {
-		t.Helper()
-		list, _, err := e.svc.ListPrograms(e.ctx, a, f, page.Request{Limit: 50})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, p := range list {
-			out = append(out, p.ID)
-		}
-		return out
-	}
 	for _, c := range []struct {
 		name string
 		a    programs.Actor
@@ -58,7 +46,7 @@ func TestListingSearchKeepsEachCompanysScope(t *testing.T) {
 		{"text and category together", e.adv2, programs.ProgramFilter{Query: "trips", Category: "fashion"}, nil},
 		{"the pattern characters are plain text", e.aff, programs.ProgramFilter{Query: "%"}, nil},
 	} {
-		if got := search(c.a, c.f); !slices.Equal(got, c.want) {
+		if got := e.programIDs(t, c.a, c.f); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -198,3 +186,88 @@ func TestApplicationAnswers(t *testing.T) {
 		t.Fatalf("another brand reads %+v", other)
 	}
 }
+
+func TestListedApprovalPrograms(t *testing.T) {
+	e := newEnv(t)
+	unlisted := e.program(t, e.adv, programs.Approval, "")
+	if unlisted.Listed {
+		t.Fatal("a new approval program is listed by default")
+	}
+	in := listingInput("Listed shoes", programs.Approval, "fashion")
+	in.Listed = ptr(true)
+	listed, err := e.svc.CreateProgram(e.ctx, e.adv, in)
+	if err != nil || !listed.Listed {
+		t.Fatalf("create listed %+v %v", listed, err)
+	}
+	pub := e.program(t, e.adv2, programs.Public, "")
+	if !pub.Listed {
+		t.Fatal("a public program is not listed")
+	}
+	in = listingInput("Public", programs.Public)
+	in.Listed = ptr(false)
+	if got := fields(t, errOf(e.svc.CreateProgram(e.ctx, e.adv, in))); !slices.Equal(got, []string{"listed"}) {
+		t.Fatalf("an unlisted public program: %v", got)
+	}
+	ids := func(a programs.Actor, f programs.ProgramFilter) []string { return e.programIDs(t, a, f) }
+	sorted := func(s ...string) []string { slices.Sort(s); return s }
+	if got := ids(e.aff, programs.ProgramFilter{}); !slices.Equal(got, sorted(listed.ID, pub.ID)) {
+		t.Fatalf("the listing %v, want the listed approval program and the public one", got)
+	}
+	if got := ids(e.aff, programs.ProgramFilter{Query: "listed", Category: "fashion"}); !slices.Equal(got, []string{listed.ID}) {
+		t.Fatalf("a search %v", got)
+	}
+	if _, err := e.svc.Program(e.ctx, e.aff, unlisted.ID); err != nil {
+		t.Fatalf("an unlisted program stays readable by id: %v", err)
+	}
+	// Applying to a listed approval program waits for the brand, as by id.
+	if ps := e.apply(t, e.aff, listed.ID); ps.Status != programs.Pending {
+		t.Fatalf("applied %+v", ps)
+	}
+	// A paused listed program leaves the listing of those who have no partnership.
+	setStatus(t, e, listed.ID, programs.ProgramPaused)
+	if got := ids(e.aff2, programs.ProgramFilter{}); !slices.Equal(got, []string{pub.ID}) {
+		t.Fatalf("paused: %v", got)
+	}
+	setStatus(t, e, listed.ID, programs.ProgramActive)
+
+	patchJSON := func(id, body string) (programs.Program, error) {
+		var pp programs.ProgramPatch
+		if err := json.Unmarshal([]byte(body), &pp); err != nil {
+			t.Fatal(err)
+		}
+		return e.svc.UpdateProgram(e.ctx, e.adv, id, pp)
+	}
+	for _, c := range []struct {
+		id, body string
+		listed   bool
+	}{
+		{unlisted.ID, `{"listed":true}`, true},
+		{unlisted.ID, `{"name":"Renamed"}`, true},
+		{unlisted.ID, `{"listed":false}`, false},
+		{unlisted.ID, `{"visibility":"public"}`, true},
+		// Made approval again, it leaves the listing unless the patch keeps it there.
+		{unlisted.ID, `{"visibility":"approval"}`, false},
+		{unlisted.ID, `{"visibility":"public","listed":true}`, true},
+		{unlisted.ID, `{"visibility":"approval","listed":true}`, true},
+	} {
+		p, err := patchJSON(c.id, c.body)
+		if err != nil || p.Listed != c.listed {
+			t.Fatalf("%s: listed %v %v, want %v", c.body, p.Listed, err, c.listed)
+		}
+		if got, _ := e.svc.Program(e.ctx, e.adv, c.id); got.Listed != c.listed {
+			t.Fatalf("%s: read back listed %v", c.body, got.Listed)
+		}
+	}
+	for body, field := range map[string]string{
+		`{"listed":null}`:                        "listed",
+		`{"visibility":"public","listed":false}`: "listed",
+	} {
+		_, err := patchJSON(listed.ID, body)
+		if got := fields(t, err); !slices.Contains(got, field) {
+			t.Errorf("%s: %v, want %s", body, got, field)
+		}
+	}
+}
+
+// errOf keeps the error of a call.
+func errOf[T any](_ T, err error) error { return err }

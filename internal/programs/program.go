@@ -54,7 +54,10 @@ type Program struct {
 	// MaxRateAgeDays is how many days before a conversion's date its exchange rate may be.
 	MaxRateAgeDays int    `json:"max_rate_age_days"`
 	Visibility     string `json:"visibility"`
-	Status         string `json:"status"`
+	// Listed: the program is in the affiliates' listing (always for a public program; an
+	// approval program when its brand chooses, with "Apply").
+	Listed bool   `json:"listed"`
+	Status string `json:"status"`
 	// ClickParam is the query parameter that carries the click id to the landing page.
 	ClickParam string `json:"click_param"`
 	// AttributionRule is FirstAffiliate or LastClick.
@@ -86,14 +89,16 @@ type ProgramInput struct {
 	HoldDays              *int       `json:"hold_days"`
 	MaxRateAgeDays        *int       `json:"max_rate_age_days"`
 	Visibility            string     `json:"visibility"`
-	Status                string     `json:"status"`
-	ClickParam            string     `json:"click_param"`
-	AttributionRule       string     `json:"attribution_rule"`
-	CustomerWindowDays    *int       `json:"customer_window_days"`
-	Website               string     `json:"website"`
-	Terms                 string     `json:"terms"`
-	Categories            []string   `json:"categories"`
-	Questions             []Question `json:"questions"`
+	// Listed defaults to the visibility: a public program is listed, an approval one not.
+	Listed             *bool      `json:"listed"`
+	Status             string     `json:"status"`
+	ClickParam         string     `json:"click_param"`
+	AttributionRule    string     `json:"attribution_rule"`
+	CustomerWindowDays *int       `json:"customer_window_days"`
+	Website            string     `json:"website"`
+	Terms              string     `json:"terms"`
+	Categories         []string   `json:"categories"`
+	Questions          []Question `json:"questions"`
 }
 
 // ProgramPatch changes a program: absent fields stay, hold_days null clears the hold. A
@@ -109,6 +114,7 @@ type ProgramPatch struct {
 	HoldDays              Optional[int]        `json:"hold_days"`
 	MaxRateAgeDays        Optional[*int]       `json:"max_rate_age_days"`
 	Visibility            Optional[string]     `json:"visibility"`
+	Listed                Optional[*bool]      `json:"listed"`
 	Status                Optional[string]     `json:"status"`
 	ClickParam            Optional[string]     `json:"click_param"`
 	AttributionRule       Optional[string]     `json:"attribution_rule"`
@@ -169,6 +175,11 @@ func validProgram(in ProgramInput, v *validator) (Program, error) {
 		v.check(p.MaxRateAgeDays >= 0 && p.MaxRateAgeDays <= 365, "max_rate_age_days", "must be 0 to 365")
 	}
 	v.oneOf("visibility", p.Visibility, Public, Approval)
+	p.Listed = p.Visibility == Public
+	if in.Listed != nil {
+		v.check(*in.Listed || p.Visibility != Public, "listed", "a public program is always listed")
+		p.Listed = *in.Listed || p.Visibility == Public
+	}
 	v.oneOf("status", p.Status, ProgramActive, ProgramPaused, ProgramArchived)
 	v.check(clickParamPattern.MatchString(p.ClickParam), "click_param", "must be 1 to 64 letters, digits, '_', '.' or '-'")
 	v.oneOf("attribution_rule", p.AttributionRule, FirstAffiliate, LastClick)
@@ -181,9 +192,9 @@ func validProgram(in ProgramInput, v *validator) (Program, error) {
 // input is the program as a complete input, the base a patch applies to.
 func (p Program) input() ProgramInput {
 	rule := p.Commission.Input()
-	window, rateAge := p.AttributionWindowDays, p.MaxRateAgeDays
+	window, rateAge, listed := p.AttributionWindowDays, p.MaxRateAgeDays, p.Listed
 	return ProgramInput{Name: p.Name, Description: p.Description, LandingURL: p.LandingURL, Currency: p.Currency,
-		Commission: &rule, AttributionWindowDays: &window, HoldDays: p.HoldDays, MaxRateAgeDays: &rateAge, Visibility: p.Visibility,
+		Commission: &rule, AttributionWindowDays: &window, HoldDays: p.HoldDays, MaxRateAgeDays: &rateAge, Visibility: p.Visibility, Listed: &listed,
 		Status: p.Status, ClickParam: p.ClickParam, AttributionRule: p.AttributionRule, CustomerWindowDays: p.CustomerWindowDays,
 		Website: p.Website, Terms: p.Terms, Categories: p.Categories, Questions: p.Questions}
 }
@@ -197,7 +208,13 @@ func (pp ProgramPatch) apply(in ProgramInput, v *validator) ProgramInput {
 	patch(&in.AttributionWindowDays, pp.AttributionWindowDays, "attribution_window_days", v)
 	patchNullable(&in.HoldDays, pp.HoldDays)
 	patch(&in.MaxRateAgeDays, pp.MaxRateAgeDays, "max_rate_age_days", v)
+	if pp.Visibility.Set && !pp.Visibility.Null && pp.Visibility.Value != in.Visibility {
+		// A new visibility takes its own default (a program made approval leaves the
+		// listing, as it always did) unless the patch says otherwise.
+		in.Listed = nil
+	}
 	patch(&in.Visibility, pp.Visibility, "visibility", v)
+	patch(&in.Listed, pp.Listed, "listed", v)
 	patch(&in.Status, pp.Status, "status", v)
 	patch(&in.ClickParam, pp.ClickParam, "click_param", v)
 	patch(&in.AttributionRule, pp.AttributionRule, "attribution_rule", v)
@@ -234,7 +251,7 @@ func patchNullable[T any](dst **T, o Optional[T]) {
 
 const programColumns = `p.id, p.advertiser_id, p.name, p.description, p.landing_url, p.currency, p.commission_type,
 	p.commission_value, p.attribution_window_days, p.hold_days, p.max_rate_age_days, p.visibility, p.status, p.click_param, p.created_at, p.updated_at,
-	p.attribution_rule, p.customer_window_days, p.recurring_months, p.recurring_lifetime,
+	p.listed, p.attribution_rule, p.customer_window_days, p.recurring_months, p.recurring_lifetime,
 	p.website, p.terms, p.categories, p.questions, (SELECT c.name FROM companies c WHERE c.id = p.advertiser_id)`
 
 func scanProgram(row pgx.CollectableRow) (Program, error) {
@@ -243,7 +260,7 @@ func scanProgram(row pgx.CollectableRow) (Program, error) {
 	var lifetime bool
 	err := row.Scan(&p.ID, &p.AdvertiserID, &p.Name, &p.Description, &p.LandingURL, &p.Currency, &p.Commission.Type,
 		&p.Commission.Value, &p.AttributionWindowDays, &p.HoldDays, &p.MaxRateAgeDays, &p.Visibility, &p.Status, &p.ClickParam, &p.CreatedAt, &p.UpdatedAt,
-		&p.AttributionRule, &p.CustomerWindowDays, &months, &lifetime,
+		&p.Listed, &p.AttributionRule, &p.CustomerWindowDays, &months, &lifetime,
 		&p.Website, &p.Terms, &p.Categories, &p.Questions, &p.AdvertiserName)
 	p.Commission.Currency = p.Currency
 	p.Commission.Recurring = RecurringFrom(months, lifetime)
@@ -262,7 +279,7 @@ func scope(a Actor, listed bool) string {
 	case a.Kind != identity.Affiliate:
 		return `false`
 	case listed:
-		return `((p.visibility = 'public' AND p.status = 'active') OR ` + partnered + `)`
+		return `((p.listed AND p.status = 'active') OR ` + partnered + `)`
 	default:
 		return `(p.status = 'active' OR ` + partnered + `)`
 	}
@@ -353,12 +370,12 @@ func (s *Service) CreateProgram(ctx context.Context, a Actor, in ProgramInput) (
 	_, err = s.db.Exec(ctx, `INSERT INTO programs (id, advertiser_id, name, description, landing_url, currency, commission_type,
 		commission_value, attribution_window_days, hold_days, visibility, status, click_param, created_at, updated_at,
 		attribution_rule, customer_window_days, recurring_months, recurring_lifetime, max_rate_age_days,
-		website, terms, categories, questions)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+		website, terms, categories, questions, listed)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
 		p.ID, p.AdvertiserID, p.Name, p.Description, p.LandingURL, p.Currency, p.Commission.Type, p.Commission.Value,
 		p.AttributionWindowDays, p.HoldDays, p.Visibility, p.Status, p.ClickParam, now,
 		p.AttributionRule, p.CustomerWindowDays, months, lifetime, p.MaxRateAgeDays,
-		p.Website, p.Terms, p.Categories, p.Questions)
+		p.Website, p.Terms, p.Categories, p.Questions, p.Listed)
 	if err != nil {
 		return Program{}, fmt.Errorf("create program: %w", err)
 	}
@@ -398,11 +415,11 @@ func (s *Service) UpdateProgram(ctx context.Context, a Actor, id string, pp Prog
 		if _, err := tx.Exec(ctx, `UPDATE programs SET name = $2, description = $3, landing_url = $4, commission_type = $5,
 			commission_value = $6, attribution_window_days = $7, hold_days = $8, visibility = $9, status = $10, click_param = $11,
 			updated_at = $12, attribution_rule = $13, customer_window_days = $14, recurring_months = $15, recurring_lifetime = $16,
-			max_rate_age_days = $17, website = $18, terms = $19, categories = $20, questions = $21 WHERE id = $1`,
+			max_rate_age_days = $17, website = $18, terms = $19, categories = $20, questions = $21, listed = $22 WHERE id = $1`,
 			next.ID, next.Name, next.Description, next.LandingURL, next.Commission.Type, next.Commission.Value,
 			next.AttributionWindowDays, next.HoldDays, next.Visibility, next.Status, next.ClickParam, next.UpdatedAt,
 			next.AttributionRule, next.CustomerWindowDays, months, lifetime, next.MaxRateAgeDays,
-			next.Website, next.Terms, next.Categories, next.Questions); err != nil {
+			next.Website, next.Terms, next.Categories, next.Questions, next.Listed); err != nil {
 			return fmt.Errorf("update program: %w", err)
 		}
 		if next.Status != cur.Status || next.LandingURL != cur.LandingURL || next.ClickParam != cur.ClickParam {

@@ -86,6 +86,21 @@ func (e *env) apply(t *testing.T, a programs.Actor, programID string) programs.P
 	return p
 }
 
+// programIDs lists the ids of the programs a sees through f, sorted.
+func (e *env) programIDs(t *testing.T, a programs.Actor, f programs.ProgramFilter) []string {
+	t.Helper()
+	list, _, err := e.svc.ListPrograms(e.ctx, a, f, page.Request{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range list {
+		out = append(out, p.ID)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // fields returns the fields named by a validation error, or fails.
 func fields(t *testing.T, err error) []string {
 	t.Helper()
@@ -375,18 +390,7 @@ func TestVisibilityAndTenantIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	listed := func(a programs.Actor) []string {
-		list, _, err := e.svc.ListPrograms(e.ctx, a, programs.ProgramFilter{}, page.Request{Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, p := range list {
-			out = append(out, p.ID)
-		}
-		slices.Sort(out)
-		return out
-	}
+	listed := func(a programs.Actor) []string { return e.programIDs(t, a, programs.ProgramFilter{}) }
 	sorted := func(s ...string) []string { slices.Sort(s); return s }
 	cases := []struct {
 		name string

@@ -1,9 +1,9 @@
 // The affiliate's listing of programs: each brand's card with what it pays and asks, and
 // "Join" (public programs, joined at once) or "Apply" (approval programs) with the brand's
 // questions.
-import { api, APIError } from './api.js';
+import { api } from './api.js';
 import { boot, fmt, t } from './boot.js';
-import { badge, clearFlash, flash, h, showError } from './ui.js';
+import { badge, clearFieldErrors, clearFlash, flash, h, markFields, showError } from './ui.js';
 
 const canWrite = boot.role !== 'member';
 
@@ -74,35 +74,27 @@ function applyForm(p, join, onApplied) {
   const form = h('form', { class: 'apply-answers', novalidate: true, hidden: true, 'aria-label': t('listing.answers_of', { name: p.name }) },
     p.questions.map((q, i) => h('div', { class: 'field' },
       h('label', { for: id(i) }, q.text, q.required ? ` (${t('listing.required')})` : ''),
-      h('textarea', { id: id(i), name: 'answer', rows: '2', maxlength: '2000', required: q.required, 'aria-describedby': id(i) + '-error' }),
-      h('small', { id: id(i) + '-error', class: 'field-error' }))),
+      // The API names an answer answers[i]: a refusal of it is marked here.
+      h('textarea', { id: id(i), name: 'answer', rows: '2', maxlength: '2000', required: q.required, 'data-field': `answers[${i}]` }))),
     h('div', { class: 'field' }, h('label', { for: id('message') }, t('listing.message')),
       h('textarea', { id: id('message'), name: 'message', rows: '2', maxlength: '2000' })),
     h('div', { class: 'row' }, h('button', { type: 'submit', class: 'primary' }, t(join ? 'listing.join' : 'listing.send_application'))));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     const answers = [...form.querySelectorAll('textarea[name="answer"]')];
-    answers.forEach((a) => setFieldError(a, ''));
     const missing = answers.filter((a, i) => p.questions[i].required && !a.value.trim());
     if (missing.length) {
-      missing.forEach((a) => setFieldError(a, t('listing.answer_required')));
+      markFields(form, missing.map((a) => ({ field: a.dataset.field, text: t('listing.answer_required') })));
       flash(t('common.fill_required'), 'error');
-      missing[0].focus();
       return;
     }
-    await submit(p, join, answers.map((a) => a.value.trim()), form.message.value.trim(), onApplied, answers);
+    clearFieldErrors(form);
+    await submit(p, join, answers.map((a) => a.value.trim()), form.message.value.trim(), onApplied, form);
   });
   return form;
 }
 
-function setFieldError(field, message) {
-  const note = document.getElementById(field.getAttribute('aria-describedby'));
-  if (note) note.textContent = message;
-  if (message) field.setAttribute('aria-invalid', 'true');
-  else field.removeAttribute('aria-invalid');
-}
-
-async function submit(p, join, answers, message, onApplied, fields = []) {
+async function submit(p, join, answers, message, onApplied, form) {
   clearFlash();
   try {
     const ps = await api.post('/api/partnerships', { program_id: p.id, message, answers });
@@ -112,11 +104,6 @@ async function submit(p, join, answers, message, onApplied, fields = []) {
     const heading = document.querySelector(`.listing-card[data-id="${p.id}"] h3`);
     if (heading) heading.focus();
   } catch (err) {
-    showError(err);
-    // The API names a refused answer answers[i]: mark that field.
-    const errs = err instanceof APIError && Array.isArray(err.problem.errors) ? err.problem.errors : [];
-    const bad = errs.map((e) => /^answers\[(\d+)\]$/.exec(e.field)).filter(Boolean).map((m) => fields[Number(m[1])]).filter(Boolean);
-    bad.forEach((f) => setFieldError(f, t('listing.answer_refused')));
-    if (bad.length) bad[0].focus();
+    showError(err, form);
   }
 }

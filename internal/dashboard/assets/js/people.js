@@ -2,15 +2,21 @@
 // API's refusals), and the invitations of affiliates to programs on the programs page.
 import { api } from './api.js';
 import { boot, fmt, t } from './boot.js';
-import { busy, clearFlash, flash, h, rowAction, showError, table } from './ui.js';
+import { busy, clearFieldErrors, clearFlash, fieldError, flash, h, rowAction, showError, table } from './ui.js';
 
 // The people API's refusal codes with a message of their own.
 const peopleCodes = ['last_owner', 'already_member', 'email_has_account', 'email_not_sent', 'partnership_decided'];
 
-export function showPeopleError(err) {
+// The refusals that are about the address typed in an invitation form.
+const emailCodes = ['already_member', 'email_has_account'];
+
+// showPeopleError shows a refusal of the people API; given the invitation form that sent
+// it, a refusal of the address goes under the address.
+export function showPeopleError(err, form) {
   const code = err && err.problem && err.problem.code;
-  if (peopleCodes.includes(code)) flash(t('people.error_' + code), 'error');
-  else showError(err);
+  if (form && emailCodes.includes(code)) fieldError(form, 'email', t('people.error_' + code));
+  else if (peopleCodes.includes(code)) flash(t('people.error_' + code), 'error');
+  else showError(err, form);
 }
 
 export const canManage = boot.role === 'owner' || boot.role === 'admin';
@@ -30,10 +36,10 @@ export function wireInviteForm(inviteForm, send, sent, reload) {
     clearFlash();
     const email = inviteForm.email.value.trim();
     if (!email) {
-      flash(t('team.email_required'), 'error');
-      inviteForm.email.focus();
+      fieldError(inviteForm, 'email', t('team.email_required'));
       return;
     }
+    clearFieldErrors(inviteForm);
     await busy(inviteForm, async () => {
       try {
         const inv = await send(email);
@@ -41,7 +47,7 @@ export function wireInviteForm(inviteForm, send, sent, reload) {
         flash(sent(inv));
         await reload();
       } catch (err) {
-        showPeopleError(err);
+        showPeopleError(err, inviteForm);
       }
     });
     inviteForm.email.focus();

@@ -48,9 +48,17 @@ export function problemMessage(err) {
   return t('error.generic', { detail: p.detail || p.title || `HTTP ${err.status}` });
 }
 
-// fieldMessage is the translated text of one field error of a problem, by its code.
+// fieldMessage is the translated text of one field error of a problem, by its code (or the
+// page's own text for it, when the page knows better what went wrong).
 export function fieldMessage(e) {
-  return boot.messages['forms.field.' + e.code] || t('forms.field.invalid');
+  return e.text || boot.messages['forms.field.' + e.code] || t('forms.field.invalid');
+}
+
+// fieldError marks one field of form with the page's own message (a check made before any
+// request, or a refusal of the API that concerns that field), and says so in the live region.
+export function fieldError(form, field, text) {
+  markFields(form, [{ field, text }]);
+  flash(t('forms.check_fields', { n: '1' }), 'error');
 }
 
 // showError shows an API error. Given the form that sent the request, each field error goes
@@ -200,8 +208,9 @@ export function table(container, columns, rows, { caption, empty } = {}) {
 
 // rowAction runs the action of a table row: the request, then the message and the table drawn
 // again (reload), with the keyboard kept in the table rather than dropped at the top of the
-// page (keepFocus); a failure shows its error instead.
-export async function rowAction(container, id, request, message, reload) {
+// page (keepFocus); a failure shows its error instead (under its field, when the action
+// sent one of form).
+export async function rowAction(container, id, request, message, reload, form) {
   const refocus = keepFocus(container, id);
   try {
     await request();
@@ -209,7 +218,7 @@ export async function rowAction(container, id, request, message, reload) {
     await reload();
     refocus();
   } catch (err) {
-    showError(err);
+    showError(err, form);
   }
 }
 

@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
+import { busy, clearFlash, fieldError, flash, h, rowAction, showError, table } from '../ui.js';
 
 const form = document.getElementById('create-form');
 const list = document.getElementById('keys');
@@ -39,8 +39,7 @@ form.addEventListener('submit', async (e) => {
   clearFlash();
   const name = form.name.value.trim();
   if (!name) {
-    flash(t('apikeys.name_required'), 'error');
-    form.name.focus();
+    fieldError(form, 'name', t('apikeys.name_required'));
     return;
   }
   await busy(form, async () => {

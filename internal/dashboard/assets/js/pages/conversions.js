@@ -1,6 +1,6 @@
 import { api, withQuery } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
+import { badge, clearFieldErrors, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
 
 const form = document.getElementById('filter-form');
 const container = document.getElementById('conversions');
@@ -8,6 +8,9 @@ const more = document.getElementById('more');
 const bulkApprove = document.getElementById('bulk-approve');
 const bulkReject = document.getElementById('bulk-reject');
 const count = document.getElementById('selected-count');
+// The reason of a rejection, of one row or of the selected ones, is a field of its own, where
+// a refusal of it is marked.
+const decideForm = document.getElementById('decide-form');
 const advertiser = boot.kind === 'advertiser';
 const canDecide = advertiser && boot.role !== 'member';
 let rows = [];
@@ -78,35 +81,40 @@ async function load(append = false) {
   if (!append) { cursor = ''; rows = []; selected.clear(); }
   try {
     const page = await api.get('/api/conversions', query());
+    clearFieldErrors(form);
     rows = rows.concat(page.data);
     cursor = page.next_cursor;
     render();
   } catch (err) {
-    showError(err);
+    // A refused filter is marked on its field.
+    showError(err, form);
   }
+}
+
+// reasonBody is the body of a decision: a rejection carries the reason typed, if any.
+function reasonBody(action, body = {}) {
+  const reason = decideForm.reason.value.trim();
+  if (action === 'reject' && reason) body.reason = reason;
+  clearFieldErrors(decideForm);
+  return body;
 }
 
 async function decide(c, action) {
   clearFlash();
-  const body = {};
-  if (action === 'reject') {
-    const reason = prompt(t('conversions.reject_reason'));
-    if (reason === null) return;
-    if (reason.trim()) body.reason = reason.trim();
-  }
-  await rowAction(container, c.id, () => api.post(`/api/conversions/${encodeURIComponent(c.id)}/${action}`, body),
-    t(action === 'approve' ? 'conversions.approved' : 'conversions.rejected', { order: c.external_id }), load);
+  const body = reasonBody(action);
+  await rowAction(container, c.id, async () => {
+    await api.post(`/api/conversions/${encodeURIComponent(c.id)}/${action}`, body);
+    if (body.reason) decideForm.reason.value = '';
+  }, t(action === 'approve' ? 'conversions.approved' : 'conversions.rejected', { order: c.external_id }), load, decideForm);
 }
 
-// The bulk decisions differ only in their route, their messages and the reason a rejection
-// asks for.
+// The bulk decisions differ only in their route and their messages.
 const bulkDecisions = {
   approve: {
     done: (n) => t('conversions.bulk_approved', { n }),
     failed: (n) => t('conversions.bulk_failed', { n }),
   },
   reject: {
-    reason: () => prompt(t('conversions.bulk_reject_reason')),
     done: (n) => t('conversions.bulk_rejected', { n }),
     failed: (n) => t('conversions.bulk_reject_failed', { n }),
   },
@@ -116,14 +124,10 @@ async function decideMany(action) {
   clearFlash();
   const d = bulkDecisions[action];
   const ids = [...selected];
-  const body = { ids };
-  if (d.reason) {
-    const reason = d.reason();
-    if (reason === null) return;
-    if (reason.trim()) body.reason = reason.trim();
-  }
+  const body = reasonBody(action, { ids });
   try {
     await api.post(`/api/conversions/${action}`, body);
+    if (body.reason) decideForm.reason.value = '';
     flash(d.done(fmt.number(ids.length)));
     await load();
   } catch (err) {
@@ -131,11 +135,12 @@ async function decideMany(action) {
     if (failures) {
       flash(d.failed(fmt.number(failures.length)), 'error');
     } else {
-      showError(err);
+      showError(err, decideForm);
     }
   }
 }
 
+decideForm.addEventListener('submit', (e) => e.preventDefault());
 bulkApprove.addEventListener('click', () => decideMany('approve'));
 bulkReject.addEventListener('click', () => decideMany('reject'));
 form.addEventListener('submit', (e) => { e.preventDefault(); clearFlash(); load(); });

@@ -1,6 +1,6 @@
 import { api, refreshSession } from '../api.js';
 import { boot, t } from '../boot.js';
-import { busy, clearFlash, flash, showError } from '../ui.js';
+import { busy, clearFieldErrors, clearFlash, fieldError, flash, problemMessage, showError } from '../ui.js';
 
 const requestForm = document.getElementById('request-form');
 const verifyForm = document.getElementById('verify-form');
@@ -36,15 +36,14 @@ requestForm.addEventListener('submit', async (e) => {
   clearFlash();
   const email = requestForm.email.value.trim();
   if (!requestForm.email.checkValidity() || !email) {
-    flash(t('login.email_invalid'), 'error');
-    requestForm.email.focus();
+    fieldError(requestForm, 'email', t('login.email_invalid'));
     return;
   }
   if (signup && !registration().company_name) {
-    flash(t('login.company_name_required'), 'error');
-    document.getElementById('company_name').focus();
+    fieldError(requestForm, 'company_name', t('login.company_name_required'));
     return;
   }
+  clearFieldErrors(requestForm);
   await busy(requestForm, async () => {
     try {
       await api.post('/api/auth/magic-code', { email, locale: boot.locale });
@@ -53,7 +52,7 @@ requestForm.addEventListener('submit', async (e) => {
       document.getElementById('code-sent').textContent = t('login.code_sent', { email });
       showStep(true);
     } catch (err) {
-      showError(err);
+      showError(err, requestForm);
     }
   });
 });
@@ -63,10 +62,10 @@ verifyForm.addEventListener('submit', async (e) => {
   clearFlash();
   const code = verifyForm.code.value.trim();
   if (!/^[0-9]{6}$/.test(code)) {
-    flash(t('login.code_invalid'), 'error');
-    verifyForm.code.focus();
+    fieldError(verifyForm, 'code', t('login.code_invalid'));
     return;
   }
+  clearFieldErrors(verifyForm);
   await busy(verifyForm, async () => {
     try {
       await api.post('/api/auth/magic-code/verify', { email: requestForm.email.value.trim(), code, locale: boot.locale, ...registration() });
@@ -76,11 +75,23 @@ verifyForm.addEventListener('submit', async (e) => {
         // The code is spent: the visitor fills in the company and asks for a new one.
         setMode(true);
         showStep(false);
-        flash(t('login.registration_required'), 'error');
-        document.getElementById('company_name').focus();
+        fieldError(requestForm, 'company_name', t('login.registration_required'));
         return;
       }
-      showError(err);
+      const code = err.problem && err.problem.code;
+      if (code === 'invalid_code' || code === 'code_locked') {
+        // The code's own refusal goes under the code, ready to be typed again.
+        fieldError(verifyForm, 'code', problemMessage(err));
+        verifyForm.code.select();
+        return;
+      }
+      if (err.problem && Array.isArray(err.problem.errors) && err.problem.errors.some((e) => requestForm.elements[e.field])) {
+        // The company's name and the person's are asked with the address: back there.
+        showStep(false);
+        showError(err, requestForm);
+        return;
+      }
+      showError(err, verifyForm);
       verifyForm.code.select();
     }
   });
@@ -108,8 +119,7 @@ document.querySelectorAll('a.oauth').forEach((a) => {
       const reg = registration();
       if (!reg.company_name) {
         e.preventDefault();
-        flash(t('login.company_name_required'), 'error');
-        document.getElementById('company_name').focus();
+        fieldError(requestForm, 'company_name', t('login.company_name_required'));
         return;
       }
       q.set('company_kind', reg.company_kind);

@@ -1,7 +1,7 @@
 import { api, withQuery } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { chart } from '../chart.js';
-import { brandCurrency, clearFlash, flash, h, showError, table } from '../ui.js';
+import { brandCurrency, clearFieldErrors, clearFlash, fieldError, flash, h, showError, table } from '../ui.js';
 import { renderOnboarding, wireDismiss } from '../onboarding.js';
 
 const form = document.getElementById('range-form');
@@ -31,8 +31,10 @@ async function load() {
   totalsEl.setAttribute('aria-busy', 'true');
   try {
     report = await api.get('/api/stats', { group_by: 'day', from: form.from.value, to: form.to.value });
+    clearFieldErrors(form);
   } catch (err) {
-    showError(err);
+    // A refused range is marked on its dates.
+    showError(err, form);
     return;
   } finally {
     totalsEl.removeAttribute('aria-busy');
@@ -84,11 +86,25 @@ function render() {
 // Its rows are read once per period shown (load clears them): a currency switch only sorts
 // them again.
 let leaderRows = null;
+// partners maps the brand's affiliates' ids to their names: the statistics know ids only.
+let partners = null;
+
+async function partnerNames() {
+  const names = new Map();
+  let cursor = '';
+  do {
+    const page = await api.get('/api/partnerships', { limit: 100, cursor });
+    for (const p of page.data) names.set(p.affiliate_id, p.affiliate_name);
+    cursor = page.next_cursor;
+  } while (cursor && names.size < 1000);
+  return names;
+}
 
 async function leaders(cur) {
   const section = document.getElementById('leaders-section');
   try {
     leaderRows ??= (await api.get('/api/stats', { group_by: 'affiliate', from: form.from.value, to: form.to.value, limit: 1000 })).data;
+    partners ??= await partnerNames();
   } catch (err) {
     showError(err);
     return;
@@ -100,7 +116,7 @@ async function leaders(cur) {
   section.hidden = rows.length === 0;
   table(document.getElementById('leaders'), [
     { label: t('overview.rank'), class: 'num', render: (r) => fmt.number(rows.indexOf(r) + 1) },
-    { label: t('overview.partner'), render: (r) => r.affiliate_name || r.affiliate_id },
+    { label: t('overview.partner'), render: (r) => partners.get(r.affiliate_id) || r.affiliate_id },
     { label: t('stats.clicks'), class: 'num', render: (r) => fmt.number(r.clicks) },
     { label: t('stats.conversions'), class: 'num', render: (r) => fmt.number(r.conversions.total) },
     { label: t('stats.commission'), class: 'num', render: (r) => (cur ? fmt.money(inCur(r).commission, cur) : '–') },
@@ -120,7 +136,7 @@ async function start() {
 form.addEventListener('submit', (e) => {
   e.preventDefault();
   if (form.from.value > form.to.value) {
-    flash(t('overview.bad_range'), 'error');
+    fieldError(form, 'to', t('overview.bad_range'));
     return;
   }
   load();

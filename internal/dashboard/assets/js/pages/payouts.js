@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, brandCurrency, busy, checkRequired, clearFlash, fillCurrencies, flash, h, rowAction, showError, table } from '../ui.js';
+import { badge, brandCurrency, busy, checkRequired, clearFlash, fieldError, fillCurrencies, flash, h, rowAction, showError, table } from '../ui.js';
 
 const advertiser = boot.kind === 'advertiser';
 const canWrite = advertiser && boot.role !== 'member';
@@ -60,7 +60,7 @@ if (form) {
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     clearFlash();
-    if (!form.affiliate_id.value) { flash(t('payouts.no_affiliate'), 'error'); form.affiliate_id.focus(); return; }
+    if (!form.affiliate_id.value) { fieldError(form, 'affiliate_id', t('payouts.no_affiliate')); return; }
     if (!checkRequired(form)) return;
     const body = { affiliate_id: form.affiliate_id.value, currency: form.currency.value,
       period_start: form.period_start.value, period_end: form.period_end.value };

@@ -1,6 +1,6 @@
-import { api } from '../api.js';
+import { api, APIError } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, busy, checkRequired, clearFieldErrors, clearFlash, fillCurrencies, flash, h, localeAmount, showError, table } from '../ui.js';
+import { badge, busy, checkRequired, clearFieldErrors, clearFlash, fieldError, fillCurrencies, flash, h, localeAmount, showError, table } from '../ui.js';
 import { loadMyInvitations, showAffiliateInvitations } from '../people.js';
 import { trackingGuide } from '../onboarding.js';
 import { listingCards } from '../listing.js';
@@ -56,7 +56,8 @@ async function load() {
     { label: t('programs.name'), render: (p) => (advertiser ? h('div', {}, p.name, h('br'), h('small', { class: 'mono muted' }, p.id)) : p.name) },
     { label: t('programs.rule'), class: 'num', render: (p) => ruleText(p.commission, p.currency) },
     { label: t('programs.window'), class: 'num', render: (p) => t('programs.days', { n: fmt.number(p.attribution_window_days) }) },
-    { label: t('programs.visibility'), render: (p) => t('programs.visibility_' + p.visibility) },
+    { label: t('programs.visibility'), render: (p) => (p.visibility === 'public' ? t('programs.visibility_public')
+      : [t('programs.visibility_approval'), h('br'), h('small', { class: 'muted' }, t(p.listed ? 'programs.directory.listed' : 'programs.directory.unlisted'))]) },
   ];
   if (advertiser) {
     columns.push({ label: t('common.status'), render: (p) => badge(p.status, 'm') });
@@ -101,6 +102,7 @@ function edit(p) {
   form.attribution_window_days.value = p.attribution_window_days;
   form.hold_days.value = p.hold_days ?? '';
   form.visibility.value = p.visibility;
+  form.listed.checked = p.listed;
   form.status.value = p.status;
   form.description.value = p.description;
   form.website.value = p.website;
@@ -110,6 +112,7 @@ function edit(p) {
   const required = form.querySelectorAll('input[name="question_required"]');
   texts.forEach((q, i) => { q.value = p.questions[i] ? p.questions[i].text : ''; required[i].checked = Boolean(p.questions[i] && p.questions[i].required); });
   showRecurringMonths();
+  showListed();
   clearFieldErrors(form);
   setMode(true);
   form.name.focus();
@@ -138,6 +141,8 @@ function programBody() {
     attribution_rule: form.attribution_rule.value,
     customer_window_days: form.customer_window_days.value === '' ? null : Number(form.customer_window_days.value),
     visibility: form.visibility.value,
+    // A public program is always listed; an approval one as the brand ticks.
+    listed: form.visibility.value === 'public' || form.listed.checked,
     status: form.status.value,
     hold_days: form.hold_days.value === '' ? null : Number(form.hold_days.value),
     description: form.description.value.trim(),
@@ -155,10 +160,27 @@ function showRecurringMonths() {
   document.getElementById('p-recurring-months-field').hidden = form.recurring.value !== 'months';
 }
 
+// Only an approval program may stay out of the directory: public ones are always in it.
+function showListed() {
+  document.getElementById('p-listed-field').hidden = form.visibility.value !== 'approval';
+}
+
+// resetForm empties the form for a new program (listed, if approval, by default).
+function resetForm() {
+  form.reset();
+  form.id.value = '';
+  showRecurringMonths();
+  showListed();
+  clearFieldErrors(form);
+  setMode(false);
+}
+
 if (form) {
   fillCurrencies(form.currency, 'EUR');
   form.recurring.addEventListener('change', showRecurringMonths);
+  form.visibility.addEventListener('change', showListed);
   showRecurringMonths();
+  showListed();
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     clearFlash();
@@ -173,10 +195,7 @@ if (form) {
           created = await api.post('/api/programs', programBody());
           flash(t('programs.created'));
         }
-        form.reset();
-        form.id.value = '';
-        showRecurringMonths();
-        setMode(false);
+        resetForm();
         await load();
         if (created) showTracking(created);
       } catch (err) {
@@ -184,9 +203,7 @@ if (form) {
       }
     });
   });
-  document.getElementById('program-cancel').addEventListener('click', () => {
-    form.reset(); form.id.value = ''; showRecurringMonths(); clearFieldErrors(form); setMode(false);
-  });
+  document.getElementById('program-cancel').addEventListener('click', resetForm);
   setMode(false);
 }
 
@@ -266,7 +283,7 @@ promoForm.addEventListener('submit', async (e) => {
 
 document.getElementById('promotion-cancel').addEventListener('click', () => { resetPromoForm(); clearFlash(); promoForm.title.focus(); });
 
-// An invitation-only program is not listed: its id (the brand's join link) shows it, with
+// An unlisted approval program is not in the listing: its id (the brand's join link) shows it, with
 // its terms and questions, above the listing.
 const applyForm = document.getElementById('apply-form');
 async function showInvited(id) {
@@ -277,17 +294,22 @@ async function showInvited(id) {
     listingCards(list, programs, partnerships, { onApplied: load, onPromotions: showPromotions, ruleText });
     const heading = list.querySelector(`[data-id="${p.id}"] h3`);
     if (heading) heading.focus();
+    return true;
   } catch (err) {
-    showError(err);
+    // An id that shows no program (malformed, unknown, paused or of a program that is not
+    // open to the affiliate) is said under the id, or alone for a member, who has no form.
+    const unknown = err instanceof APIError && (err.status === 404 || err.status === 400);
+    if (unknown && !applyForm.hidden) fieldError(applyForm, 'program_id', t('programs.lookup.not_found'));
+    else if (unknown) flash(t('programs.lookup.not_found'), 'error');
+    else showError(err, applyForm);
+    return false;
   }
 }
 if (applyForm) {
   applyForm.addEventListener('submit', (e) => {
     e.preventDefault();
     if (!checkRequired(applyForm)) return;
-    const id = applyForm.program_id.value.trim();
-    if (!id) { flash(t('common.fill_required'), 'error'); applyForm.program_id.focus(); return; }
-    showInvited(id).then(() => applyForm.reset());
+    showInvited(applyForm.program_id.value.trim()).then((shown) => { if (shown) applyForm.reset(); });
   });
 }
 if (searchForm) searchForm.addEventListener('submit', (e) => { e.preventDefault(); clearFlash(); load(); });

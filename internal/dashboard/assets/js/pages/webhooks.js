@@ -2,7 +2,7 @@ import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
 import { deliveryTable, healthPanel } from '../deliveries.js';
 import { sendTest } from '../sendtest.js';
-import { badge, busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
+import { badge, busy, clearFieldErrors, clearFlash, fieldError, flash, h, rowAction, showError, table } from '../ui.js';
 
 const form = document.getElementById('hook-form');
 const list = document.getElementById('hooks');
@@ -87,8 +87,9 @@ form.addEventListener('submit', async (e) => {
   clearFlash();
   const events = [...form.querySelectorAll('input[name=events]:checked')].map((c) => c.value);
   const url = form.url.value.trim();
-  if (!url) { flash(t('webhooks.url_required'), 'error'); form.url.focus(); return; }
-  if (!events.length) { flash(t('webhooks.events_required'), 'error'); form.querySelector('input[name=events]').focus(); return; }
+  if (!url) { fieldError(form, 'url', t('webhooks.url_required')); return; }
+  if (!events.length) { fieldError(form, 'events', t('webhooks.events_required')); return; }
+  clearFieldErrors(form);
   const body = { url, events, description: form.description.value.trim(), suspended: form.suspended.checked };
   await busy(form, async () => {
     try {

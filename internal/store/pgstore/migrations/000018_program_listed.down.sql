@@ -1,0 +1,1 @@
+ALTER TABLE programs DROP CONSTRAINT programs_public_listed, DROP COLUMN listed;
