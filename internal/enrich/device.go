@@ -1,6 +1,8 @@
 package enrich
 
 import (
+	"strings"
+
 	"github.com/medama-io/go-useragent"
 	"github.com/medama-io/go-useragent/agents"
 )
@@ -42,6 +44,13 @@ func (d *deviceParser) parse(ua string) *Device {
 	dev := &Device{Type: DeviceOther, Browser: string(a.Browser()), OS: string(a.OS())}
 	if t, ok := deviceTypes[a.Device()]; ok {
 		dev.Type = t
+	}
+	// The parser takes every Android device for a phone. Android's browsers send "Mobile" on
+	// phones only (Chrome's and Android's own convention for telling the two apart), so an
+	// Android user agent without it is a tablet's: a Galaxy Tab's Chrome says
+	// "Linux; Android 13; SM-X700 ... Safari/537.36".
+	if dev.Type == DeviceMobile && a.OS() == agents.OSAndroid && !strings.Contains(ua, "Mobile") {
+		dev.Type = DeviceTablet
 	}
 	return dev
 }

@@ -46,14 +46,21 @@ func openMMDB(setting, path string) (*maxminddb.Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--%s %s: %w", setting, path, err)
 	}
-	// Open reads only the metadata: a truncated or corrupt tree would surface at the first
-	// lookups, each click's failure a silent empty column. Verify walks the whole file once.
-	if err := r.Verify(); err != nil {
-		_ = r.Close()
-		return nil, fmt.Errorf("--%s %s: not a valid MaxMind DB file: %w", setting, path, err)
+	// Open reads only the metadata (at the end of the file): a corrupt search tree would
+	// surface at the lookups, each click's failure a silent empty column, so a few addresses
+	// across the tree are looked up now. Reader.Verify would be stricter, but refuses files
+	// that work (the ip-location-db ones have no description).
+	for _, a := range probeAddresses {
+		if err := r.Lookup(a).Err(); err != nil {
+			_ = r.Close()
+			return nil, fmt.Errorf("--%s %s: not a valid MaxMind DB file: %w", setting, path, err)
+		}
 	}
 	return r, nil
 }
+
+var probeAddresses = []netip.Addr{netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("128.0.0.1"),
+	netip.MustParseAddr("223.255.255.1"), netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2a00::1")}
 
 func (g *geoDB) close() { _ = g.r.Close() }
 
@@ -106,6 +113,12 @@ func (s *Session) address(ip string) *Address {
 	if addr, err := netip.ParseAddr(ip); err == nil {
 		addr = addr.Unmap().WithZone("")
 		a.Stored = storedAddress(addr, s.e.keepIP)
+		// A private, loopback or link-local address is in no one's country, whatever a
+		// database's data says (one here places 192.168.1.1 in Australia).
+		if !addr.IsGlobalUnicast() || addr.IsPrivate() {
+			s.addresses.put(ip, a)
+			return a
+		}
 		if s.e.geo != nil {
 			a.Place = s.e.geo.place(addr, s.places)
 		}
