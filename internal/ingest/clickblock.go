@@ -61,8 +61,8 @@ type derivedString struct {
 // hosting follow them. A function per column rather than a table walked by reflection: the
 // block calls it once per click and column.
 var derivedStrings = [...]derivedString{
-	{"region", func(r *clickRecord) string { return r.place().Region }},
-	{"city", func(r *clickRecord) string { return r.place().City }},
+	{"region", func(r *clickRecord) string { return r.localPlace().Region }},
+	{"city", func(r *clickRecord) string { return r.localPlace().City }},
 	{"as_org", func(r *clickRecord) string { return r.network().Org }},
 	{"device_type", (*clickRecord).deviceType},
 	{"browser", func(r *clickRecord) string { return r.device().Browser }},
@@ -207,6 +207,15 @@ var (
 func (r *clickRecord) place() *enrich.Place {
 	if a := r.enriched.Address; a != nil && a.Place != nil {
 		return a.Place
+	}
+	return &noPlace
+}
+
+// localPlace is the place of the address, unless the event names another country: a region
+// and city are only stored beside their own country.
+func (r *clickRecord) localPlace() *enrich.Place {
+	if p, c := r.place(), r.field(events.FieldCountry); c == "" || c == p.Country {
+		return p
 	}
 	return &noPlace
 }
