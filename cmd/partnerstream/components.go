@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -123,7 +124,16 @@ func newDeliver(p *platform, k *config.Kube, d *config.Deliver, e *config.Egress
 	if err != nil {
 		return nil, err
 	}
-	return append(comps, svc), nil
+	comps = append(comps, svc)
+	if d.RetentionDays > 0 {
+		r := delivery.Retention{DB: p.pg, Keep: time.Duration(d.RetentionDays) * 24 * time.Hour}
+		log := p.componentLog("deliver")
+		comps = append(comps, run.Func{N: "delivery-retention", F: func(ctx context.Context) error {
+			run.Every(ctx, time.Hour, log, "prune delivery history", func(ctx context.Context) error { _, err := r.Prune(ctx); return err })
+			return nil
+		}})
+	}
+	return comps, nil
 }
 
 // openEnricher opens the databases of click enrichment.
@@ -147,7 +157,8 @@ func openEnricher(p *platform, enr *config.Enrich) (*enrich.Enricher, error) {
 
 func newIngest(p *platform, ch *config.ClickHouse, ing *config.Ingest, e *enrich.Enricher) (run.Component, error) {
 	return ingest.New(ingest.Options{Kafka: p.kafka, ClickHouse: p.ch, Database: ch.Database,
-		BatchSize: ing.BatchSize, BatchInterval: ing.BatchInterval, Enrich: e, Log: p.componentLog("ingest"), Health: p.health})
+		BatchSize: ing.BatchSize, BatchInterval: ing.BatchInterval, RawRetentionMonths: ing.RawRetentionMonths, Enrich: e,
+		Log: p.componentLog("ingest"), Health: p.health})
 }
 
 // egressSettings is the SSRF guard's allow-list of the settings, and the CAs receivers are

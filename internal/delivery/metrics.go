@@ -34,6 +34,7 @@ var (
 	eventsConsumed   = metrics.NewCounter("delivery_events_consumed_total", "Domain events the deliver component consumed from Kafka (invalid ones included).")
 	pendingGauge     = metrics.NewGauge("delivery_pending", "Deliveries waiting for an attempt (due now or scheduled), in the whole database.")
 	retriesGauge     = metrics.NewGauge("delivery_retries_scheduled", "Pending deliveries that already had an attempt: retries waiting for their time.")
+	prunedTotal      = metrics.NewCounter("delivery_history_pruned_total", "Deliveries (with their attempts) deleted because they are older than the delivery retention.")
 	oldestPendingAge = metrics.NewGauge("delivery_oldest_pending_age_seconds", "How long the most overdue delivery has been due (0 when none is overdue): the delivery backlog.")
 )
 
