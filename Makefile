@@ -32,8 +32,12 @@ build: ## Build bin/partnerstream
 IMG ?= ghcr.io/partnerstream/partnerstream:$(VERSION)
 image: ## The image of every component as an OCI tarball (bin/image.tar, IMG=...), without a container engine
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/partnerstream ./cmd/partnerstream
-	go run ./hack/image --binary $(BIN)/image/partnerstream --name $(IMG) --out $(BIN)/image.tar \
-		--version $(VERSION) --revision $(REVISION) --created $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+	@# The IP-to-country database (hack/geoip), with its licence, where --geoip-db looks by default.
+	db=$$(bash hack/npm-tools.sh geoip) && go run ./hack/image --binary $(BIN)/image/partnerstream --name $(IMG) --out $(BIN)/image.tar \
+		--version $(VERSION) --revision $(REVISION) --created $(shell git log -1 --format=%ct 2>/dev/null || echo 0) \
+		--add $$db=/usr/share/partnerstream/geoip/country.mmdb \
+		--add $$(dirname $$db)/NRO_LICENSE=/usr/share/partnerstream/geoip/NRO_LICENSE \
+		--add $$(dirname $$db)/README.md=/usr/share/partnerstream/geoip/README.md
 
 cluster: ## A local single-node Kubernetes that runs pods, with the platform installed by its chart (.local/cluster)
 	@bash hack/cluster.sh cluster
