@@ -31,8 +31,8 @@ type Options struct {
 
 // Enricher is safe for concurrent use; each goroutine enriches through its own Session.
 type Enricher struct {
-	geo     *geoDB
-	asn     *asnDB
+	geo     *mmdb
+	asn     *mmdb
 	hosting map[uint32]bool
 	devices *deviceParser
 	keepIP  bool
@@ -44,12 +44,12 @@ func New(o Options) (*Enricher, error) {
 	e := &Enricher{devices: newDeviceParser(), keepIP: o.KeepFullIP}
 	var err error
 	if o.GeoIPDB != "" {
-		if e.geo, err = openGeoDB(o.GeoIPDB); err != nil {
+		if e.geo, err = openMMDB("geoip-db", o.GeoIPDB); err != nil {
 			return nil, err
 		}
 	}
 	if o.ASNDB != "" {
-		if e.asn, err = openASNDB(o.ASNDB); err != nil {
+		if e.asn, err = openMMDB("asn-db", o.ASNDB); err != nil {
 			e.Close()
 			return nil, err
 		}

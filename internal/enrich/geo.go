@@ -23,25 +23,17 @@ type Address struct {
 	Network *Network // nil when the address is in no network of the ASN database
 }
 
-// geoDB is a MaxMind DB format file of places. Two layouts are read: MaxMind's GeoIP2 and
-// GeoLite2 (country.iso_code, subdivisions[0].names.en, city.names.en), which DB-IP and
-// IPinfo also use, and the flat one of the ip-location-db packages (country_code, state1,
-// city).
-type geoDB struct {
+// mmdb is an open MaxMind DB format file. The geo database is read in two layouts: MaxMind's
+// GeoIP2 and GeoLite2 (country.iso_code, subdivisions[0].names.en, city.names.en), which
+// DB-IP and IPinfo also use, and the flat one of the ip-location-db packages (country_code,
+// state1, city); the ASN database as GeoLite2-ASN (network.go).
+type mmdb struct {
 	path string
 	r    *maxminddb.Reader
 }
 
-func openGeoDB(path string) (*geoDB, error) {
-	r, err := openMMDB("geoip-db", path)
-	if err != nil {
-		return nil, err
-	}
-	return &geoDB{path: path, r: r}, nil
-}
-
 // openMMDB opens a MaxMind DB format file, naming the setting and the file in its error.
-func openMMDB(setting, path string) (*maxminddb.Reader, error) {
+func openMMDB(setting, path string) (*mmdb, error) {
 	r, err := maxminddb.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--%s %s: %w", setting, path, err)
@@ -56,31 +48,42 @@ func openMMDB(setting, path string) (*maxminddb.Reader, error) {
 			return nil, fmt.Errorf("--%s %s: not a valid MaxMind DB file: %w", setting, path, err)
 		}
 	}
-	return r, nil
+	return &mmdb{path: path, r: r}, nil
 }
 
 var probeAddresses = []netip.Addr{netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("128.0.0.1"),
 	netip.MustParseAddr("223.255.255.1"), netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2a00::1")}
 
-func (g *geoDB) close() { _ = g.r.Close() }
+func (m *mmdb) close() { _ = m.r.Close() }
 
-func (g *geoDB) describe() string {
-	return fmt.Sprintf("%s (%s, built %s)", g.path, g.r.Metadata.DatabaseType, g.r.Metadata.BuildTime().Format("2006-01-02"))
+func (m *mmdb) describe() string {
+	return fmt.Sprintf("%s (%s, built %s)", m.path, m.r.Metadata.DatabaseType, m.r.Metadata.BuildTime().Format("2006-01-02"))
 }
 
-// place looks addr up; places caches the decoded records by their offset in the file, which
-// the addresses of one network (and often of one country) share.
-func (g *geoDB) place(addr netip.Addr, places map[uintptr]*Place) *Place {
-	res := g.r.Lookup(addr)
+// record looks addr up in m and decodes its record, once per record: cache holds them by
+// their offset in the file, which the addresses of one network (and often of one country)
+// share.
+func record[T any](m *mmdb, addr netip.Addr, cache map[uintptr]*T, decode func(maxminddb.Result) *T) *T {
+	res := m.r.Lookup(addr)
 	if !res.Found() {
 		return nil
 	}
 	off := res.Offset()
-	if p, ok := places[off]; ok {
-		return p
+	if v, ok := cache[off]; ok {
+		return v
 	}
+	v := decode(res)
+	if len(cache) >= recordCacheSize {
+		clear(cache)
+	}
+	cache[off] = v
+	return v
+}
+
+// decodePlace reads a place in either layout: each path is tried in turn, and a path of the
+// other layout fails or reads nothing.
+func decodePlace(res maxminddb.Result) *Place {
 	p := &Place{}
-	// Each path is tried in turn; a path of the other layout fails or reads nothing.
 	if res.DecodePath(&p.Country, "country", "iso_code") != nil || p.Country == "" {
 		_ = res.DecodePath(&p.Country, "country_code")
 	}
@@ -92,12 +95,8 @@ func (g *geoDB) place(addr netip.Addr, places map[uintptr]*Place) *Place {
 		_ = res.DecodePath(&p.City, "city")
 	}
 	if *p == (Place{}) {
-		p = nil
+		return nil
 	}
-	if len(places) >= recordCacheSize {
-		clear(places)
-	}
-	places[off] = p
 	return p
 }
 
@@ -120,10 +119,10 @@ func (s *Session) address(ip string) *Address {
 			return a
 		}
 		if s.e.geo != nil {
-			a.Place = s.e.geo.place(addr, s.places)
+			a.Place = record(s.e.geo, addr, s.places, decodePlace)
 		}
 		if s.e.asn != nil {
-			a.Network = s.e.asn.network(addr, s.networks, s.e.hosting)
+			a.Network = record(s.e.asn, addr, s.networks, s.decodeNetwork)
 		}
 	}
 	s.addresses.put(ip, a)

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -13,7 +12,8 @@ import (
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
-// Network is the autonomous system an address belongs to.
+// Network is the autonomous system an address belongs to, as an ASN database says
+// (GeoLite2-ASN, DB-IP ASN Lite: autonomous_system_number, autonomous_system_organization).
 type Network struct {
 	ASN uint32
 	Org string
@@ -22,49 +22,15 @@ type Network struct {
 	Hosting bool
 }
 
-// asnDB is a MaxMind DB format file of autonomous systems (GeoLite2-ASN, DB-IP ASN Lite,
-// ip-location-db's asn-mmdb: autonomous_system_number, autonomous_system_organization).
-type asnDB struct {
-	path string
-	r    *maxminddb.Reader
-}
-
-func openASNDB(path string) (*asnDB, error) {
-	r, err := openMMDB("asn-db", path)
-	if err != nil {
-		return nil, err
-	}
-	return &asnDB{path: path, r: r}, nil
-}
-
-func (a *asnDB) close() { _ = a.r.Close() }
-
-func (a *asnDB) describe() string {
-	return fmt.Sprintf("%s (%s, built %s)", a.path, a.r.Metadata.DatabaseType, a.r.Metadata.BuildTime().Format("2006-01-02"))
-}
-
-func (a *asnDB) network(addr netip.Addr, networks map[uintptr]*Network, hosting map[uint32]bool) *Network {
-	res := a.r.Lookup(addr)
-	if !res.Found() {
-		return nil
-	}
-	off := res.Offset()
-	if n, ok := networks[off]; ok {
-		return n
-	}
+func (s *Session) decodeNetwork(res maxminddb.Result) *Network {
 	var rec struct {
 		Number uint32 `maxminddb:"autonomous_system_number"`
 		Org    string `maxminddb:"autonomous_system_organization"`
 	}
-	var n *Network
-	if res.Decode(&rec) == nil && rec.Number != 0 {
-		n = &Network{ASN: rec.Number, Org: rec.Org, Hosting: hosting[rec.Number]}
+	if res.Decode(&rec) != nil || rec.Number == 0 {
+		return nil
 	}
-	if len(networks) >= recordCacheSize {
-		clear(networks)
-	}
-	networks[off] = n
-	return n
+	return &Network{ASN: rec.Number, Org: rec.Org, Hosting: s.e.hosting[rec.Number]}
 }
 
 //go:embed hosting-asns.txt

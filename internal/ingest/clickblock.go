@@ -205,8 +205,8 @@ var (
 )
 
 func (r *clickRecord) place() *enrich.Place {
-	if a := r.enriched.Address; a != nil && a.Place != nil {
-		return a.Place
+	if a := r.enriched.Address; a != nil {
+		return orZero(a.Place, &noPlace)
 	}
 	return &noPlace
 }
@@ -221,18 +221,13 @@ func (r *clickRecord) localPlace() *enrich.Place {
 }
 
 func (r *clickRecord) network() *enrich.Network {
-	if a := r.enriched.Address; a != nil && a.Network != nil {
-		return a.Network
+	if a := r.enriched.Address; a != nil {
+		return orZero(a.Network, &noNetwork)
 	}
 	return &noNetwork
 }
 
-func (r *clickRecord) device() *enrich.Device {
-	if r.enriched.Device != nil {
-		return r.enriched.Device
-	}
-	return &noDevice
-}
+func (r *clickRecord) device() *enrich.Device { return orZero(r.enriched.Device, &noDevice) }
 
 // deviceType is the device's type, bot for a click the redirect flagged as one (its list of
 // crawlers, link previewers and HTTP tools is longer than the user-agent parser's).
@@ -243,18 +238,16 @@ func (r *clickRecord) deviceType() string {
 	return r.device().Type
 }
 
-func (r *clickRecord) referrer() *enrich.Referrer {
-	if r.enriched.Referrer != nil {
-		return r.enriched.Referrer
-	}
-	return &noReferrer
-}
+func (r *clickRecord) referrer() *enrich.Referrer { return orZero(r.enriched.Referrer, &noReferrer) }
 
-func (r *clickRecord) utm() *enrich.UTM {
-	if r.enriched.UTM != nil {
-		return r.enriched.UTM
+func (r *clickRecord) utm() *enrich.UTM { return orZero(r.enriched.UTM, &noUTM) }
+
+// orZero is p, or zero when enrichment found nothing.
+func orZero[T any](p, zero *T) *T {
+	if p != nil {
+		return p
 	}
-	return &noUTM
+	return zero
 }
 
 // storedIP is the address as ClickHouse keeps it: as enrichment made it (truncated unless the
