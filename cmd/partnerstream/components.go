@@ -98,7 +98,11 @@ func newDeliver(p *platform, k *config.Kube, d *config.Deliver, e *config.Egress
 	if err != nil {
 		return nil, err
 	}
-	o := delivery.Options{DB: p.pg, Kafka: p.kafka, Postbacks: postbacks.NewService(p.pg, postbacks.Options{}),
+	disableAfter := time.Duration(d.DisableAfterDays) * 24 * time.Hour
+	if d.DisableAfterDays == 0 {
+		disableAfter = -1 // never
+	}
+	o := delivery.Options{DB: p.pg, Kafka: p.kafka, Postbacks: postbacks.NewService(p.pg, postbacks.Options{}), DisableAfter: disableAfter,
 		AllowList: allow, RootCAs: roots, Workers: d.Workers, PerTarget: d.PerTarget, ClaimBatch: d.ClaimBatch, Lease: d.Lease,
 		Log: p.componentLog("deliver"), Health: p.health}
 	var comps []run.Component

@@ -414,6 +414,9 @@ type Deliver struct {
 	Lease      time.Duration
 	// RetentionDays is how long delivery history is kept; 0 keeps it for ever.
 	RetentionDays int
+	// DisableAfterDays is how long a target may fail without a success before it is
+	// disabled; 0 never disables one.
+	DisableAfterDays int
 }
 
 func (d *Deliver) Register(fs *pflag.FlagSet) {
@@ -421,6 +424,7 @@ func (d *Deliver) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&d.PerTarget, "deliver-per-target", 8, "delivery attempts in flight at once to one webhook or postback URL, so a slow receiver cannot take every worker")
 	fs.IntVar(&d.ClaimBatch, "deliver-claim-batch", 256, "most due deliveries one worker query claims")
 	fs.DurationVar(&d.Lease, "deliver-lease", 2*time.Minute, "how long a claimed delivery stays with its worker; a dead worker's deliveries come back after it")
+	fs.IntVar(&d.DisableAfterDays, "deliver-disable-after-days", 5, "days a webhook or postback URL may fail without a single success before it is disabled (its owners are e-mailed); 0 never disables one")
 	fs.IntVar(&d.RetentionDays, "deliver-retention-days", 30, "days a delivery and its attempts are kept after the last change (failed ones stay replayable that long); 0 keeps them for ever")
 }
 
@@ -436,6 +440,9 @@ func (d *Deliver) Validate() error {
 	}
 	if d.Lease <= 15*time.Second || d.Lease > time.Hour {
 		return Invalid("deliver-lease", errors.New("must be longer than an attempt (15s) and at most 1h"))
+	}
+	if d.DisableAfterDays < 0 || d.DisableAfterDays > 365 {
+		return Invalid("deliver-disable-after-days", errors.New("must be between 0 (never) and 365"))
 	}
 	if d.RetentionDays < 0 || d.RetentionDays > 3650 {
 		return Invalid("deliver-retention-days", errors.New("must be between 0 (keep for ever) and 3650"))

@@ -163,6 +163,7 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_DELIVER_PER_TARGET, commands: [deliver], value: {{ int64 $v.deliver.perTarget | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_CLAIM_BATCH, commands: [deliver], value: {{ int64 $v.deliver.claimBatch | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_LEASE, commands: [deliver], value: {{ toJson $v.deliver.lease }}}
+- {env: PARTNERSTREAM_DELIVER_DISABLE_AFTER_DAYS, commands: [deliver], value: {{ int64 $v.deliver.disableAfterDays | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_RETENTION_DAYS, commands: [deliver], value: {{ int64 $v.deliver.retentionDays | toString | toJson }}}
 - {env: PARTNERSTREAM_EGRESS_ALLOW_CIDRS, commands: [api, deliver], value: {{ join "," $v.egress.allowCIDRs | toJson }}}
 {{- if or $v.egress.caBundle.configMapName $v.egress.caBundle.secretName }}
