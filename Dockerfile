@@ -1,6 +1,13 @@
 # syntax=docker/dockerfile:1
 # The one image of every component: `docker run IMAGE api|ingest|deliver|controller|migrate`.
 #   make docker-build IMG=ghcr.io/partnerstream/partnerstream:v0.1.0
+# The IP-to-country database that --geoip-db reads by default, pinned by hack/geoip's lock file
+# (docs/tracking.md, "Where clicks come from").
+FROM --platform=$BUILDPLATFORM node:22-bookworm-slim AS geoip
+WORKDIR /geoip
+COPY hack/geoip/package.json hack/geoip/package-lock.json ./
+RUN npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 WORKDIR /src
 # Dependencies first: this layer is reused while only the code changes.
@@ -19,6 +26,8 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 # No shell, no package manager; user 65532 (nonroot), which the Helm chart runs as too.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/partnerstream /usr/local/bin/partnerstream
+COPY --from=geoip /geoip/node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb /usr/share/partnerstream/geoip/country.mmdb
+COPY --from=geoip /geoip/node_modules/@ip-location-db/geo-whois-asn-country-mmdb/NRO_LICENSE /geoip/node_modules/@ip-location-db/geo-whois-asn-country-mmdb/README.md /usr/share/partnerstream/geoip/
 USER 65532:65532
 EXPOSE 8080 9090
 ENTRYPOINT ["/usr/local/bin/partnerstream"]

@@ -32,8 +32,12 @@ build: ## Build bin/partnerstream
 IMG ?= ghcr.io/partnerstream/partnerstream:$(VERSION)
 image: ## The image of every component as an OCI tarball (bin/image.tar, IMG=...), without a container engine
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/partnerstream ./cmd/partnerstream
-	go run ./hack/image --binary $(BIN)/image/partnerstream --name $(IMG) --out $(BIN)/image.tar \
-		--version $(VERSION) --revision $(REVISION) --created $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+	@# The IP-to-country database (hack/geoip), with its licence, where --geoip-db looks by default.
+	db=$$(bash hack/npm-tools.sh geoip) && go run ./hack/image --binary $(BIN)/image/partnerstream --name $(IMG) --out $(BIN)/image.tar \
+		--version $(VERSION) --revision $(REVISION) --created $(shell git log -1 --format=%ct 2>/dev/null || echo 0) \
+		--add $$db=/usr/share/partnerstream/geoip/country.mmdb \
+		--add $$(dirname $$db)/NRO_LICENSE=/usr/share/partnerstream/geoip/NRO_LICENSE \
+		--add $$(dirname $$db)/README.md=/usr/share/partnerstream/geoip/README.md
 
 cluster: ## A local single-node Kubernetes that runs pods, with the platform installed by its chart (.local/cluster)
 	@bash hack/cluster.sh cluster
@@ -82,8 +86,8 @@ bench-conversions: ## Conversions/s end to end (HTTP -> attribution -> Postgres 
 bench-redirect: ## Click redirects per second and p50/p99 in async and ack modes beside a bare Fiber 302 (wrk, 64 and 256 connections)
 	@bash hack/bench-redirect.sh
 
-bench-ingest: ## Ingest events/s (topic to queryable rows) beside a raw ClickHouse batch insert, ingest CPU µs/event (backlog and 3,000/s live), and click-to-visible latency
-	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/ingest/ -run '^$$' -bench 'IngestThroughput|IngestSteady|ClickToVisible' -benchtime 1x -timeout 20m
+bench-ingest: ## Ingest events/s (topic to queryable rows, clicks enriched) beside a raw ClickHouse batch insert of the same rows, ingest CPU µs/event (backlog and 3,000/s live), enrichment's CPU ns/click, and click-to-visible latency
+	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/ingest/ -run '^$$' -bench 'IngestThroughput|IngestSteady|ClickToVisible|EnrichClick' -benchtime 1x -timeout 20m
 
 bench-stats: ## p50/p95 of 30-day stats queries over 10 million clicks, per grouping
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/stats/ -run '^$$' -bench 'Stats30Days' -benchtime 200x -timeout 30m

@@ -6,10 +6,14 @@
 #   hack/npm-tools.sh maildev   the local cluster's mail catcher (hack/maildev) into bin/maildev
 #   hack/npm-tools.sh axe       axe-core (hack/axe), which the dashboard's browser tests inject
 #                               into every page, into bin/axe
+#   hack/npm-tools.sh geoip     the IP-to-country database (hack/geoip) that the image ships and
+#                               `make run` and the tests use, into $PS_CACHE/geoip (default
+#                               ~/.cache/partnerstream, outside the clone: a clean clone reuses
+#                               it); prints the database's path on stdout
 #
 # Node and npm come from Debian (nodejs, npm) when the machine has none. The install is
 # skipped while the directory was installed from the same lock file; npm's own cache (~/.npm)
-# makes a clean clone's install quick. Progress goes to stderr; nothing is printed on stdout.
+# makes a clean clone's install quick. Progress goes to stderr; only geoip prints on stdout.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -17,8 +21,14 @@ case "${1:-lint}" in
   lint) SRC=$ROOT/hack/lint DIR=$ROOT/bin/npm ;;
   maildev) SRC=$ROOT/hack/maildev DIR=$ROOT/bin/maildev ;;
   axe) SRC=$ROOT/hack/axe DIR=$ROOT/bin/axe ;;
-  *) echo "usage: $0 [lint|maildev|axe]" >&2; exit 2 ;;
+  geoip) SRC=$ROOT/hack/geoip DIR=${PS_CACHE:-$HOME/.cache/partnerstream}/geoip ;;
+  *) echo "usage: $0 [lint|maildev|axe|geoip]" >&2; exit 2 ;;
 esac
+# The database of hack/geoip/package.json, and its licence, once installed.
+GEOIP_DB=$DIR/node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb
+done_install() {
+  if [ "${1:-lint}" = geoip ]; then echo "$GEOIP_DB"; fi
+}
 
 log() { echo "npm-tools: $*" >&2; }
 
@@ -34,8 +44,9 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 
 # .installed is the lock file of the last complete install: an interrupted one is redone.
-if [ -d "$DIR/node_modules/.bin" ] && cmp -s "$SRC/package-lock.json" "$DIR/.installed"; then
+if [ -d "$DIR/node_modules" ] && cmp -s "$SRC/package-lock.json" "$DIR/.installed"; then
   log "$(basename "$DIR") up to date"
+  done_install "${1:-lint}"
   exit 0
 fi
 log "npm ci in $DIR"
@@ -44,3 +55,4 @@ mkdir -p "$DIR"
 cp "$SRC/package.json" "$SRC/package-lock.json" "$DIR/"
 (cd "$DIR" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2)
 cp "$SRC/package-lock.json" "$DIR/.installed"
+done_install "${1:-lint}"

@@ -235,6 +235,58 @@ var chartCases = []chartCase{
 		},
 	},
 	{
+		name: "the operator's geo databases and hosting ASNs reach ingest, and only ingest",
+		values: "ingest:\n  geoip: {volume: {persistentVolumeClaim: {claimName: geoip}}, file: City.mmdb, asnFile: ASN.mmdb}\n" +
+			"  hostingASNs: [64500, 4200000000]\n  keepFullIP: true\n",
+		check: func(t *testing.T, r *release) {
+			ing := component(t, r, "ingest").Template.Spec
+			env := containerEnv(ing.Containers[0])
+			for name, want := range map[string]string{
+				"PARTNERSTREAM_GEOIP_DB":     "/etc/partnerstream/geoip/City.mmdb",
+				"PARTNERSTREAM_ASN_DB":       "/etc/partnerstream/geoip/ASN.mmdb",
+				"PARTNERSTREAM_HOSTING_ASNS": "/etc/partnerstream/hosting-asns/hosting-asns.txt",
+				"PARTNERSTREAM_KEEP_FULL_IP": "true",
+			} {
+				if env[name].Value != want {
+					t.Errorf("ingest %s = %q, want %q", name, env[name].Value, want)
+				}
+			}
+			volumes := map[string]corev1.Volume{}
+			for _, v := range ing.Volumes {
+				volumes[v.Name] = v
+			}
+			if v := volumes["geoip"]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "geoip" {
+				t.Errorf("ingest's geoip volume is %+v", v)
+			}
+			cmName := ""
+			if v := volumes["hosting-asns"]; v.ConfigMap != nil {
+				cmName = v.ConfigMap.Name
+			}
+			var found bool
+			for _, cm := range r.All("ConfigMap") {
+				if cm.GetName() == cmName {
+					data, _, _ := unstructuredMap(cm.Object, "data")
+					found = strings.Contains(data["hosting-asns.txt"], "\n64500\n4200000000\n")
+					if !found {
+						t.Errorf("hosting-asns.txt is %q", data["hosting-asns.txt"])
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no ConfigMap %q of hosting ASNs", cmName)
+			}
+			api := component(t, r, "api").Template.Spec
+			for _, v := range api.Volumes {
+				if v.Name == "geoip" || v.Name == "hosting-asns" {
+					t.Errorf("the api gets ingest's volume %s", v.Name)
+				}
+			}
+			if _, ok := containerEnv(api.Containers[0])["PARTNERSTREAM_GEOIP_DB"]; ok {
+				t.Error("the api gets --geoip-db")
+			}
+		},
+	},
+	{
 		name:   "a persistent click spool makes the api a StatefulSet with a volume per pod",
 		values: "api:\n  clickSpool: {persistence: {enabled: true, storageClassName: fast, size: 5Gi}}\n  autoscaling: {enabled: true}\n",
 		check: func(t *testing.T, r *release) {

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/delivery"
 	"github.com/partnerstream/partnerstream/internal/egress"
+	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/ingest"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
 	"github.com/partnerstream/partnerstream/internal/run"
@@ -26,9 +29,10 @@ func newIngestCmd() *cobra.Command {
 		ch     config.ClickHouse
 		kafka  config.Kafka
 		ing    config.Ingest
+		enr    config.Enrich
 	)
 	return componentCmd("ingest", "Move clicks and events from Kafka into ClickHouse",
-		[]config.Group{&common, &ch, &kafka, &ing},
+		[]config.Group{&common, &ch, &kafka, &ing, &enr},
 		func(ctx context.Context) error {
 			ingest.TuneGC()
 			p, err := newPlatform(&common, "ingest")
@@ -36,13 +40,18 @@ func newIngestCmd() *cobra.Command {
 				return err
 			}
 			defer p.close()
+			// The databases first: a wrong --geoip-db is named before any connection is tried.
+			e, err := openEnricher(p, &enr)
+			if err != nil {
+				return err
+			}
 			if err := p.openClickHouse(ctx, &ch); err != nil {
 				return err
 			}
 			if err := p.connectKafka(ctx, &kafka, "partnerstream-ingest"); err != nil {
 				return err
 			}
-			c, err := newIngest(p, &ch, &ing)
+			c, err := newIngest(p, &ch, &ing, e)
 			if err != nil {
 				return err
 			}
@@ -131,9 +140,29 @@ func newDeliver(p *platform, k *config.Kube, d *config.Deliver, e *config.Egress
 	return comps, nil
 }
 
-func newIngest(p *platform, ch *config.ClickHouse, ing *config.Ingest) (run.Component, error) {
+// openEnricher opens the databases of click enrichment.
+func openEnricher(p *platform, enr *config.Enrich) (*enrich.Enricher, error) {
+	log := p.componentLog("ingest")
+	geo := enr.GeoIPDB
+	if geo == config.DefaultGeoIPDB {
+		if _, err := os.Stat(geo); errors.Is(err, fs.ErrNotExist) {
+			log.Warn("the default --geoip-db is not there (a binary outside the image): clicks get no country", "geoip_db", geo)
+			geo = ""
+		}
+	}
+	e, err := enrich.New(enrich.Options{GeoIPDB: geo, ASNDB: enr.ASNDB, HostingASNs: enr.HostingASNs, KeepFullIP: enr.KeepFullIP})
+	if err != nil {
+		return nil, err
+	}
+	p.closers = append(p.closers, e.Close)
+	log.Info("click enrichment", "reads", e.Describe())
+	return e, nil
+}
+
+func newIngest(p *platform, ch *config.ClickHouse, ing *config.Ingest, e *enrich.Enricher) (run.Component, error) {
 	return ingest.New(ingest.Options{Kafka: p.kafka, ClickHouse: p.ch, Database: ch.Database,
-		BatchSize: ing.BatchSize, BatchInterval: ing.BatchInterval, RawRetentionMonths: ing.RawRetentionMonths, Log: p.componentLog("ingest"), Health: p.health})
+		BatchSize: ing.BatchSize, BatchInterval: ing.BatchInterval, RawRetentionMonths: ing.RawRetentionMonths, Enrich: e,
+		Log: p.componentLog("ingest"), Health: p.health})
 }
 
 // egressSettings is the SSRF guard's allow-list of the settings, and the CAs receivers are

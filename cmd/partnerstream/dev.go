@@ -54,18 +54,23 @@ func newDevCmd() *cobra.Command {
 		}
 		ctl config.Controller
 		ing config.Ingest
+		enr config.Enrich
 		del config.Deliver
 		dev devOnly
 	)
 	common, postgres, kafka, ch, api, kube, auth := &s.common, &s.postgres, &s.kafka, &s.ch, &s.api, &s.kube, &s.auth
 	cmd := componentCmd("dev", "Run every component in one process, with an embedded Kafka broker (for a laptop or a test)",
-		append(s.groups(), &ctl, &ing, &del, &dev),
+		append(s.groups(), &ctl, &ing, &enr, &del, &dev),
 		func(ctx context.Context) error {
 			p, err := newPlatform(common, "dev")
 			if err != nil {
 				return err
 			}
 			defer p.close()
+			enricher, err := openEnricher(p, &enr)
+			if err != nil {
+				return err
+			}
 
 			if len(kafka.Brokers) == 0 {
 				b, err := embedded.Start(embedded.Options{Addr: dev.kafkaListen, DataDir: dev.kafkaDataDir, Logger: p.log})
@@ -115,7 +120,7 @@ func newDevCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ingComp, err := newIngest(p, ch, &ing)
+			ingComp, err := newIngest(p, ch, &ing, enricher)
 			if err != nil {
 				return err
 			}

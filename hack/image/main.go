@@ -1,11 +1,13 @@
 // Command image writes a container image as an OCI image-layout tarball without a container
-// engine: one layer with a static binary, a passwd entry for the user it runs as and the
-// host's CA bundle, on an empty base. It gives `make image` what the Dockerfile gives `docker
+// engine: one layer with a static binary, a passwd entry for the user it runs as, the
+// host's CA bundle and the data files given with --add (the IP-to-country database), on an
+// empty base. It gives `make image` what the Dockerfile gives `docker
 // build` (non-root user 65532, entrypoint, version labels) on machines with no Docker, and
 // the local cluster its pause image.
 //
 //	go run ./hack/image --binary bin/partnerstream --name ghcr.io/partnerstream/partnerstream:v1 \
-//	    --out bin/image.tar --version v1 --revision abc123 --created 1700000000
+//	    --out bin/image.tar --version v1 --revision abc123 --created 1700000000 \
+//	    --add country.mmdb=/usr/share/partnerstream/geoip/country.mmdb
 //
 // The image is reproducible: every timestamp comes from --created (the commit time), file
 // modes and owners are fixed, and gzip writes no time of its own, so the same binary gives
@@ -44,6 +46,8 @@ type options struct {
 	cmd                                                              []string
 	created                                                          time.Time
 	ports                                                            []string
+	// adds are data files: their path on this machine and in the image.
+	adds map[string]string
 }
 
 func main() {
@@ -61,6 +65,15 @@ func main() {
 	flag.StringVar(&o.version, "version", "dev", "version label")
 	flag.StringVar(&o.revision, "revision", "unknown", "revision label")
 	flag.Int64Var(&created, "created", 0, "creation time in Unix seconds (the commit time, for a reproducible image)")
+	o.adds = map[string]string{}
+	flag.Func("add", "a data file for the image, SRC=/path/in/image, readable by everyone (repeatable)", func(v string) error {
+		src, dst, ok := strings.Cut(v, "=")
+		if !ok || src == "" || !strings.HasPrefix(dst, "/") {
+			return fmt.Errorf("%q is not SRC=/path/in/image", v)
+		}
+		o.adds[dst] = src
+		return nil
+	})
 	flag.Parse()
 	if o.binary == "" || o.name == "" || o.out == "" {
 		fmt.Fprintln(os.Stderr, "image: --binary, --name and --out are required")
@@ -178,6 +191,13 @@ func rootfs(o options) ([]byte, error) {
 		case !errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("ca bundle: %w", err)
 		}
+	}
+	for dst, src := range o.adds {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return nil, fmt.Errorf("--add %s: %w", dst, err)
+		}
+		files[strings.TrimPrefix(dst, "/")] = file{mode: 0o644, data: data}
 	}
 	// Parent directories first, each once, in a fixed order.
 	for _, name := range slices.Collect(maps.Keys(files)) {

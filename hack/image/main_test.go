@@ -20,6 +20,11 @@ func TestTheSameBinaryGivesTheSameImage(t *testing.T) {
 	o := options{binary: bin, name: "ghcr.io/partnerstream/partnerstream:v9", entrypoint: "/usr/local/bin/partnerstream",
 		cmd: []string{"--help"}, user: "65532:65532", version: "v9", revision: "abc", created: time.Unix(1700000000, 0).UTC(),
 		ports: []string{"8080/tcp"}}
+	db := filepath.Join(dir, "country.mmdb")
+	if err := os.WriteFile(db, []byte("a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o.adds = map[string]string{"/usr/share/partnerstream/geoip/country.mmdb": db}
 	var digests []string
 	for i := range 2 {
 		o.out = filepath.Join(dir, "image.tar")
@@ -62,6 +67,31 @@ func TestTheSameBinaryGivesTheSameImage(t *testing.T) {
 	if c := cfg.Config; c.User != "65532:65532" || len(c.Entrypoint) != 1 || c.Entrypoint[0] != o.entrypoint ||
 		c.Labels["org.opencontainers.image.version"] != "v9" || c.Labels["org.opencontainers.image.revision"] != "abc" {
 		t.Errorf("config %+v: want user 65532, entrypoint %s and the version labels", c, o.entrypoint)
+	}
+
+	// The data file is in the layer, readable by the user the image runs as.
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d, %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("no usr/share/partnerstream/geoip/country.mmdb in the layer: %v", err)
+		}
+		if h.Name == "usr/share/partnerstream/geoip/country.mmdb" {
+			data, _ := io.ReadAll(tr)
+			if string(data) != "a database" || h.Mode&0o004 == 0 {
+				t.Errorf("country.mmdb holds %q, mode %o", data, h.Mode)
+			}
+			break
+		}
 	}
 }
 

@@ -382,6 +382,30 @@ func (i *Ingest) Validate() error {
 	return nil
 }
 
+// Enrich is what ingest derives from each click's address, user agent, referrer and
+// landing URL (internal/enrich).
+type Enrich struct {
+	GeoIPDB     string
+	ASNDB       string
+	HostingASNs string
+	KeepFullIP  bool
+}
+
+// DefaultGeoIPDB is where the image keeps its IP-to-country database (docs/tracking.md,
+// "Where clicks come from").
+const DefaultGeoIPDB = "/usr/share/partnerstream/geoip/country.mmdb"
+
+func (e *Enrich) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&e.GeoIPDB, "geoip-db", DefaultGeoIPDB, "MaxMind DB format file of countries (and regions and cities when it has them) that clicks' addresses are looked up in; the default is the image's openly licensed one (a binary outside the image without it runs without countries); empty: none")
+	fs.StringVar(&e.ASNDB, "asn-db", "", "MaxMind DB format file of autonomous systems (GeoLite2-ASN, DB-IP ASN Lite) for clicks' asn, as_org and hosting; empty: none")
+	fs.StringVar(&e.HostingASNs, "hosting-asns", "", "file of AS numbers (one a line, # comments) of data centres, clouds and VPN providers, flagged hosting beside the shipped list")
+	fs.BoolVar(&e.KeepFullIP, "keep-full-ip", false, "store clicks' addresses whole in ClickHouse instead of truncated to their /24 (IPv4) or /48 (IPv6)")
+}
+
+// Validate leaves the files to enrich.New, which opens them at start and names the one that
+// is missing or corrupt.
+func (e *Enrich) Validate() error { return nil }
+
 // Deliver settings of the delivery workers (webhooks and postbacks).
 type Deliver struct {
 	Workers    int

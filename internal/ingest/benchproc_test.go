@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/procstat"
 	"github.com/partnerstream/partnerstream/internal/store/chstore"
@@ -62,6 +63,7 @@ type benchChild struct {
 	Profile       string
 	FetchMinBytes int
 	FetchMaxWait  time.Duration
+	Enrich        enrich.Options
 }
 
 // runBenchChild runs ingest at its defaults, as `partnerstream ingest` does, until SIGTERM. It prints "received" once the
@@ -83,9 +85,15 @@ func runBenchChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	enr, err := enrich.New(cfg.Enrich)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer enr.Close()
 	s, err := New(Options{
 		Kafka:      kafka.Config{Brokers: cfg.Brokers, Partitions: 6, ReplicationFactor: 1, Retention: time.Hour},
-		ClickHouse: conn, Database: cfg.Database, FetchMinBytes: cfg.FetchMinBytes, FetchMaxWait: cfg.FetchMaxWait,
+		ClickHouse: conn, Database: cfg.Database, FetchMinBytes: cfg.FetchMinBytes, FetchMaxWait: cfg.FetchMaxWait, Enrich: enr,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -141,7 +149,7 @@ func (e *env) startBenchIngester(b *testing.B) *benchIngester {
 	b.Helper()
 	o := benchFetchOptions(b)
 	cfg, _ := json.Marshal(benchChild{Brokers: e.kafka.Brokers, ClickHouse: e.addr, Database: e.db, Profile: os.Getenv(envBenchProfile),
-		FetchMinBytes: o.FetchMinBytes, FetchMaxWait: o.FetchMaxWait})
+		FetchMinBytes: o.FetchMinBytes, FetchMaxWait: o.FetchMaxWait, Enrich: benchEnrichOptions(b)})
 	i := &benchIngester{cmd: exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$"),
 		received: make(chan struct{}), exited: make(chan struct{})}
 	i.cmd.Env = append(os.Environ(), envBenchChild+"="+string(cfg))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/events"
 )
 
@@ -21,6 +22,9 @@ type clickBlock struct {
 	strs      [events.NumClickFields][]string // by field, for the string fields
 	flags     [events.NumClickFields][]uint8  // by field, for the bool fields
 	at        []time.Time
+	derived   [len(derivedStrings)][]string // by derivedStrings
+	asn       []uint32
+	hosting   []uint8
 	partition []int32
 	offset    []int64
 	columns   []any
@@ -29,20 +33,51 @@ type clickBlock struct {
 // columnFields are the fields ingest stores, in clickColumns order.
 var columnFields = func() (fields []events.ClickField) {
 	for f := range events.NumClickFields {
-		if takes[f] != skip {
+		if takes[f] != skip && takes[f] != takeInput {
 			fields = append(fields, f)
 		}
 	}
 	return fields
 }()
 
-// clickColumns are the columns of clicks a block inserts.
+// clickColumns are the columns of clicks a block inserts: the events' fields, what ingest
+// derives (enrichedColumns) and the Kafka position.
 var clickColumns = func() string {
 	var cols []string
 	for _, f := range columnFields {
 		cols = append(cols, events.ClickFields[f].Column)
 	}
+	cols = append(cols, enrichedColumns...)
 	return strings.Join(append(cols, "kafka_partition", "kafka_offset"), ", ")
+}()
+
+// derivedString is a String column that enrichment fills (internal/enrich, migration 0009).
+type derivedString struct {
+	column string
+	value  func(r *clickRecord) string
+}
+
+// derivedStrings are the String columns enrichment fills, in clickColumns order; asn and
+// hosting follow them. A function per column rather than a table walked by reflection: the
+// block calls it once per click and column.
+var derivedStrings = [...]derivedString{
+	{"region", func(r *clickRecord) string { return r.localPlace().Region }},
+	{"city", func(r *clickRecord) string { return r.localPlace().City }},
+	{"as_org", func(r *clickRecord) string { return r.network().Org }},
+	{"device_type", (*clickRecord).deviceType},
+	{"browser", func(r *clickRecord) string { return r.device().Browser }},
+	{"os", func(r *clickRecord) string { return r.device().OS }},
+	{"referrer_domain", func(r *clickRecord) string { return r.referrer().Domain }},
+	{"utm_source", func(r *clickRecord) string { return r.utm().Source }},
+	{"utm_medium", func(r *clickRecord) string { return r.utm().Medium }},
+	{"utm_campaign", func(r *clickRecord) string { return r.utm().Campaign }},
+}
+
+var enrichedColumns = func() (cols []string) {
+	for _, d := range derivedStrings {
+		cols = append(cols, d.column)
+	}
+	return append(cols, "asn", "hosting")
 }()
 
 // newClickBlock returns a block with room for n clicks: growing it click by click cost ingest
@@ -65,6 +100,9 @@ func (b *clickBlock) reset() *clickBlock {
 	for _, col := range b.strs {
 		clear(col)
 	}
+	for _, col := range b.derived {
+		clear(col)
+	}
 	return b
 }
 
@@ -78,8 +116,19 @@ func (b *clickBlock) chunk(recs []clickRecord) []any {
 		switch takes[f] {
 		case takeString:
 			col := slices.Grow(b.strs[f][:0], n)[:n]
-			for i := range col {
-				col[i] = recs[i].field(f)
+			switch f {
+			case events.FieldIP:
+				for i := range col {
+					col[i] = recs[i].storedIP()
+				}
+			case events.FieldCountry:
+				for i := range col {
+					col[i] = recs[i].country()
+				}
+			default:
+				for i := range col {
+					col[i] = recs[i].field(f)
+				}
 			}
 			b.strs[f], b.columns = col, append(b.columns, col)
 		case takeTime:
@@ -96,6 +145,19 @@ func (b *clickBlock) chunk(recs []clickRecord) []any {
 			b.flags[f], b.columns = col, append(b.columns, col)
 		}
 	}
+	for d, spec := range derivedStrings {
+		col := slices.Grow(b.derived[d][:0], n)[:n]
+		for i := range col {
+			col[i] = spec.value(&recs[i])
+		}
+		b.derived[d], b.columns = col, append(b.columns, col)
+	}
+	b.asn, b.hosting = slices.Grow(b.asn[:0], n)[:n], slices.Grow(b.hosting[:0], n)[:n]
+	for i := range recs {
+		nw := recs[i].network()
+		b.asn[i], b.hosting[i] = nw.ASN, flag(nw.Hosting)
+	}
+	b.columns = append(b.columns, b.asn, b.hosting)
 	b.partition, b.offset = slices.Grow(b.partition[:0], n)[:n], slices.Grow(b.offset[:0], n)[:n]
 	for i := range recs {
 		b.partition[i], b.offset[i] = recs[i].partition, recs[i].offset
@@ -131,6 +193,79 @@ func (b *clickBlock) insert(ctx context.Context, conn driver.Conn, db string) er
 // columns' room for the next ones. ClickHouse squashes the blocks of one INSERT into one
 // (min_insert_block_size_rows), so a batch still makes one part per table.
 const insertChunk = 2048
+
+// Enrichment's parts of a record, or their zero value when enrichment found nothing (or did
+// not run: Writer.WriteClicks of clicks given without it).
+var (
+	noPlace    enrich.Place
+	noNetwork  enrich.Network
+	noDevice   enrich.Device
+	noReferrer enrich.Referrer
+	noUTM      enrich.UTM
+)
+
+func (r *clickRecord) place() *enrich.Place {
+	if a := r.enriched.Address; a != nil {
+		return orZero(a.Place, &noPlace)
+	}
+	return &noPlace
+}
+
+// localPlace is the place of the address, unless the event names another country: a region
+// and city are only stored beside their own country.
+func (r *clickRecord) localPlace() *enrich.Place {
+	if p, c := r.place(), r.field(events.FieldCountry); c == "" || c == p.Country {
+		return p
+	}
+	return &noPlace
+}
+
+func (r *clickRecord) network() *enrich.Network {
+	if a := r.enriched.Address; a != nil {
+		return orZero(a.Network, &noNetwork)
+	}
+	return &noNetwork
+}
+
+func (r *clickRecord) device() *enrich.Device { return orZero(r.enriched.Device, &noDevice) }
+
+// deviceType is the device's type, bot for a click the redirect flagged as one (its list of
+// crawlers, link previewers and HTTP tools is longer than the user-agent parser's).
+func (r *clickRecord) deviceType() string {
+	if r.bools[events.FieldIsBot] {
+		return enrich.DeviceBot
+	}
+	return r.device().Type
+}
+
+func (r *clickRecord) referrer() *enrich.Referrer { return orZero(r.enriched.Referrer, &noReferrer) }
+
+func (r *clickRecord) utm() *enrich.UTM { return orZero(r.enriched.UTM, &noUTM) }
+
+// orZero is p, or zero when enrichment found nothing.
+func orZero[T any](p, zero *T) *T {
+	if p != nil {
+		return p
+	}
+	return zero
+}
+
+// storedIP is the address as ClickHouse keeps it: as enrichment made it (truncated unless the
+// operator keeps it whole), as recorded when enrichment did not run.
+func (r *clickRecord) storedIP() string {
+	if a := r.enriched.Address; a != nil {
+		return a.Stored
+	}
+	return r.field(events.FieldIP)
+}
+
+// country is the event's country when it has one, else the geo database's.
+func (r *clickRecord) country() string {
+	if c := r.field(events.FieldCountry); c != "" {
+		return c
+	}
+	return r.place().Country
+}
 
 func flag(b bool) uint8 {
 	if b {

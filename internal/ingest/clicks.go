@@ -6,12 +6,16 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/events"
 )
 
-// Click is a click event and where it sat in Kafka (kept on the row for audits and replays).
+// Click is a click event, what enrichment derived from it, and where it sat in Kafka (kept on
+// the row for audits and replays). Writer.WriteClicks stores Enriched as it is given (none:
+// empty columns, and the address as the event has it); ingest's consumer enriches.
 type Click struct {
 	events.Click
+	Enriched  enrich.Click
 	Partition int32
 	Offset    int64
 }

@@ -107,7 +107,11 @@ func TestEveryFieldReachesItsColumn(t *testing.T) {
 	if res, err := NewWriter(conn, db).WriteClicks(ctx, written); err != nil || res.Written != len(written) {
 		t.Fatalf("WriteClicks = %+v, %v", res, err)
 	}
-	rows, err = conn.Query(ctx, "SELECT "+clickColumns+" FROM "+db+".clicks ORDER BY kafka_offset")
+	var eventColumns []string
+	for _, f := range columnFields {
+		eventColumns = append(eventColumns, events.ClickFields[f].Column)
+	}
+	rows, err = conn.Query(ctx, "SELECT "+strings.Join(eventColumns, ", ")+", kafka_partition, kafka_offset FROM "+db+".clicks ORDER BY kafka_offset")
 	if err != nil {
 		t.Fatal(err)
 	}

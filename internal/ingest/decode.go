@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/events"
 )
 
@@ -39,12 +40,14 @@ const arenaSize = 256 << 10
 // then hold a few pointers each rather than sixteen strings: the garbage collector scans
 // every pointer of every fetch and batch in hand, which made it a fifth of ingest's CPU.
 // The arrays are indexed by events.ClickField, each filled at the fields of its kind; the
-// time field (there is one) is at.
+// time field (there is one) is at. enriched is what internal/enrich derived: pointers to
+// values shared by every click with the same address, user agent, referrer or landing URL.
 type clickRecord struct {
 	strs      string
 	spans     [events.NumClickFields]span
 	at        time.Time
 	bools     [events.NumClickFields]bool
+	enriched  enrich.Click
 	partition int32
 	offset    int64
 }
@@ -64,6 +67,9 @@ const (
 	takeString
 	takeTime
 	takeBool
+	// takeInput is a string field ingest reads without storing it: the landing URL, whose
+	// UTM parameters enrichment stores.
+	takeInput
 )
 
 // takes is what ingest does with each field of events.ClickFields, and, at keyOther, with
@@ -74,16 +80,17 @@ var takes = func() (t [keyOther + 1]take) {
 			t[f] = [...]take{events.KindString: takeString, events.KindTime: takeTime, events.KindBool: takeBool}[spec.Kind]
 		}
 	}
+	t[events.FieldLandingURL] = takeInput
 	return t
 }()
 
 // newClickRecord is c as a record, for writes that do not come from Kafka (Writer.WriteClicks).
 func newClickRecord(c Click) clickRecord {
-	r := clickRecord{partition: c.Partition, offset: c.Offset}
+	r := clickRecord{enriched: c.Enriched, partition: c.Partition, offset: c.Offset}
 	var strs []byte
 	for f := range events.NumClickFields {
 		switch takes[f] {
-		case takeString:
+		case takeString, takeInput:
 			s := *c.Field(f).(*string)
 			r.spans[f] = span{uint32(len(strs)), uint32(len(strs) + len(s))}
 			strs = append(strs, s...)
@@ -140,7 +147,7 @@ func (cp *clickParser) parseTree(data []byte, r *clickRecord, start int) error {
 		}
 		k := clickKey(key)
 		switch takes[k] {
-		case takeString:
+		case takeString, takeInput:
 			s, serr := v.StringBytes()
 			if serr != nil {
 				err = fmt.Errorf("%s: %w", key, serr)

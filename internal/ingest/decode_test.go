@@ -43,7 +43,7 @@ func (r *clickRecord) click() events.Click {
 	var c events.Click
 	for f := range events.NumClickFields {
 		switch takes[f] {
-		case takeString:
+		case takeString, takeInput:
 			*c.Field(f).(*string) = r.field(f)
 		case takeTime:
 			*c.Field(f).(*time.Time) = r.at

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/kafka"
@@ -59,7 +60,10 @@ type Options struct {
 	// RawRetentionMonths is how many months of raw clicks and conversion changes ClickHouse
 	// keeps besides the current one (0: all); the rollups are kept whatever it is.
 	RawRetentionMonths int
-	Log                *slog.Logger
+	// Enrich derives where each click comes from (internal/enrich); nil enriches without
+	// databases (device, referrer, UTM, truncated addresses).
+	Enrich *enrich.Enricher
+	Log    *slog.Logger
 	// Health, when set, receives the clickhouse, kafka and ingest readiness checks.
 	Health *health.Registry
 	Now    func() time.Time
@@ -118,13 +122,20 @@ func New(o Options) (*Service, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Enrich == nil {
+		e, err := enrich.New(enrich.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		o.Enrich = e
+	}
 	w := NewWriter(o.ClickHouse, o.Database)
 	w.now = o.Now
 	s := &Service{}
 	var err error
 	clickLog := o.Log.With("topic", kafka.TopicClicks)
 	clickDecoder := func(partition int) decoder[clickRecord] {
-		return newClickDecoder(newUniques(int32(partition), w.loadVisitors, clickLog))
+		return newClickDecoder(newUniques(int32(partition), w.loadVisitors, clickLog), o.Enrich.NewSession())
 	}
 	if s.clicks, err = newConsumer(s, o, kafka.TopicClicks, o.GroupPrefix+"-clicks", tableClicks, clickDecoder, w.planClicks); err != nil {
 		return nil, err
@@ -179,8 +190,10 @@ func (s *Service) check(context.Context) error {
 // ctx ended before it could decode: the generation is over, and so is the fetch.
 type decoder[T any] func(ctx context.Context, it *item[T], value []byte) error
 
-// newClickDecoder decodes a partition's clicks and decides which are duplicates.
-func newClickDecoder(u *uniques) decoder[clickRecord] {
+// newClickDecoder decodes a partition's clicks, enriches them and decides which are
+// duplicates. It runs on the partition's fetcher, so enrichment runs in parallel across
+// partitions and each session's caches need no lock.
+func newClickDecoder(u *uniques, e *enrich.Session) decoder[clickRecord] {
 	var p clickParser
 	return func(ctx context.Context, it *item[clickRecord], value []byte) error {
 		r := &it.rec
@@ -193,6 +206,7 @@ func newClickDecoder(u *uniques) decoder[clickRecord] {
 		if it.at, it.invalid = r.at, r.valid(); it.invalid != nil {
 			return nil
 		}
+		r.enriched = e.Enrich(r.field(events.FieldIP), r.field(events.FieldUserAgent), r.field(events.FieldReferrer), r.field(events.FieldLandingURL))
 		return u.decide(ctx, r)
 	}
 }

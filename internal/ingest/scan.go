@@ -47,7 +47,7 @@ func (cp *clickParser) scan(data []byte, r *clickRecord, start int) bool {
 				return false
 			}
 			switch takes[field] {
-			case takeString:
+			case takeString, takeInput:
 				r.spans[field] = span{uint32(from - start), uint32(len(cp.arena) - start)}
 			case takeTime:
 				if r.at.UnmarshalText(cp.arena[from:]) != nil {
@@ -141,7 +141,7 @@ const keyOther = events.NumClickFields
 
 // clickKey is the field whose key (events.ClickFields) is key, if ingest stores it, or
 // keyOther. A switch rather than a map: hashing every key was a quarter of scan. It has no
-// case for the fields ingest skips (landing_url), and the sub-ids share one, because the
+// case for the fields ingest skips, and the sub-ids share one, because the
 // compiler inlines it into scan only while it is small (an inlining cost of 80): past that it
 // becomes a call per key, which BenchmarkDecodeClick shows. TestClickKeyKnowsEveryField holds
 // it to the table.
@@ -177,6 +177,8 @@ func clickKey(key []byte) events.ClickField {
 		return events.FieldIsBot
 	case "is_duplicate":
 		return events.FieldIsDuplicate
+	case "landing_url":
+		return events.FieldLandingURL
 	}
 	return keyOther
 }

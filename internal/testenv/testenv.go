@@ -28,6 +28,8 @@ const (
 	EnvClickHouse = "PARTNERSTREAM_TEST_CLICKHOUSE_ADDR"
 	// EnvKubeAssets is the directory with kube-apiserver and etcd for envtest.
 	EnvKubeAssets = "KUBEBUILDER_ASSETS"
+	// EnvGeoIPDB is the image's IP-to-country database (hack/npm-tools.sh geoip).
+	EnvGeoIPDB = "PARTNERSTREAM_TEST_GEOIP_DB"
 )
 
 // Require returns the value of the environment variable, skipping the test when it is unset,

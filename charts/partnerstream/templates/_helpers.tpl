@@ -149,6 +149,16 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_INGEST_BATCH_SIZE, commands: [ingest], value: {{ int64 $v.ingest.batchSize | toString | toJson }}}
 - {env: PARTNERSTREAM_INGEST_BATCH_INTERVAL, commands: [ingest], value: {{ toJson $v.ingest.batchInterval }}}
 - {env: PARTNERSTREAM_INGEST_RAW_RETENTION_MONTHS, commands: [ingest], value: {{ int64 $v.ingest.rawRetentionMonths | toString | toJson }}}
+{{- if $v.ingest.geoip.file }}
+- {env: PARTNERSTREAM_GEOIP_DB, commands: [ingest], value: {{ printf "/etc/partnerstream/geoip/%s" $v.ingest.geoip.file | toJson }}}
+{{- end }}
+{{- if $v.ingest.geoip.asnFile }}
+- {env: PARTNERSTREAM_ASN_DB, commands: [ingest], value: {{ printf "/etc/partnerstream/geoip/%s" $v.ingest.geoip.asnFile | toJson }}}
+{{- end }}
+{{- if $v.ingest.hostingASNs }}
+- {env: PARTNERSTREAM_HOSTING_ASNS, commands: [ingest], value: "/etc/partnerstream/hosting-asns/hosting-asns.txt"}
+{{- end }}
+- {env: PARTNERSTREAM_KEEP_FULL_IP, commands: [ingest], value: {{ ternary "true" "false" $v.ingest.keepFullIP | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_WORKERS, commands: [deliver], value: {{ int64 $v.deliver.workers | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_PER_TARGET, commands: [deliver], value: {{ int64 $v.deliver.perTarget | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_CLAIM_BATCH, commands: [deliver], value: {{ int64 $v.deliver.claimBatch | toString | toJson }}}
