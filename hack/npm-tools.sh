@@ -6,6 +6,9 @@
 #   hack/npm-tools.sh maildev   the local cluster's mail catcher (hack/maildev) into bin/maildev
 #   hack/npm-tools.sh axe       axe-core (hack/axe), which the dashboard's browser tests inject
 #                               into every page, into bin/axe
+#   hack/npm-tools.sh disposable the list of disposable e-mail domains (hack/disposable) into
+#                               bin/disposable, which hack/disposable-domains.sh copies into
+#                               internal/fraud
 #
 # Node and npm come from Debian (nodejs, npm) when the machine has none. The install is
 # skipped while the directory was installed from the same lock file; npm's own cache (~/.npm)
@@ -17,7 +20,8 @@ case "${1:-lint}" in
   lint) SRC=$ROOT/hack/lint DIR=$ROOT/bin/npm ;;
   maildev) SRC=$ROOT/hack/maildev DIR=$ROOT/bin/maildev ;;
   axe) SRC=$ROOT/hack/axe DIR=$ROOT/bin/axe ;;
-  *) echo "usage: $0 [lint|maildev|axe]" >&2; exit 2 ;;
+  disposable) SRC=$ROOT/hack/disposable DIR=$ROOT/bin/disposable ;;
+  *) echo "usage: $0 [lint|maildev|axe|disposable]" >&2; exit 2 ;;
 esac
 
 log() { echo "npm-tools: $*" >&2; }
@@ -34,7 +38,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 
 # .installed is the lock file of the last complete install: an interrupted one is redone.
-if [ -d "$DIR/node_modules/.bin" ] && cmp -s "$SRC/package-lock.json" "$DIR/.installed"; then
+if [ -d "$DIR/node_modules" ] && cmp -s "$SRC/package-lock.json" "$DIR/.installed"; then
   log "$(basename "$DIR") up to date"
   exit 0
 fi

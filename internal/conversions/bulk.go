@@ -14,14 +14,14 @@ const MaxBulk = 100
 // Failure is why one conversion of a bulk approval or rejection could not change.
 type Failure struct {
 	ID      string
-	Code    string // not_found or invalid_transition
+	Code    string // not_found, invalid_transition, held (approving one on hold) or not_held (releasing one that is not)
 	Status  string // the current status, when found
 	Allowed []string
 }
 
 // BulkError lists every conversion of a bulk request that failed; nothing was changed.
 type BulkError struct {
-	To       string // the status asked for: approved or rejected
+	To       string // the status asked for: approved or rejected; or released
 	Failures []Failure
 }
 
@@ -46,28 +46,17 @@ func (s *Service) RejectMany(ctx context.Context, advertiserID string, conversio
 // transaction, and returns them in the order of conversionIDs. Every id is checked before
 // anything changes, so that a failure lists them all.
 func (s *Service) changeMany(ctx context.Context, advertiserID string, conversionIDs []string, to, reason string) ([]Conversion, error) {
-	if len(conversionIDs) == 0 || len(conversionIDs) > MaxBulk {
-		return nil, invalid("ids", "must hold 1 to %d conversion ids", MaxBulk)
-	}
-	seen := make(map[string]bool, len(conversionIDs))
-	for _, id := range conversionIDs {
-		if seen[id] {
-			return nil, invalid("ids", "lists %s twice", id)
-		}
-		seen[id] = true
+	if err := checkBulk(conversionIDs); err != nil {
+		return nil, err
 	}
 	if err := checkReason(reason); err != nil {
 		return nil, err
 	}
 	var out []Conversion
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		locked, err := lock(ctx, tx, `v.id = ANY($1) AND v.advertiser_id = $2`, conversionIDs, advertiserID)
+		byID, err := lockByID(ctx, tx, advertiserID, conversionIDs)
 		if err != nil {
 			return err
-		}
-		byID := make(map[string]*Conversion, len(locked))
-		for i := range locked {
-			byID[locked[i].ID] = &locked[i]
 		}
 		var failures []Failure
 		for _, id := range conversionIDs {
@@ -76,6 +65,8 @@ func (s *Service) changeMany(ctx context.Context, advertiserID string, conversio
 				failures = append(failures, Failure{ID: id, Code: "not_found"})
 			case !slices.Contains(transitions[c.Commission.Status], to):
 				failures = append(failures, Failure{ID: id, Code: "invalid_transition", Status: c.Commission.Status, Allowed: Allowed(c.Commission.Status)})
+			case to == Approved && c.Commission.HeldAt != nil:
+				failures = append(failures, Failure{ID: id, Code: "held", Status: c.Commission.Status})
 			}
 		}
 		if failures != nil {
@@ -95,4 +86,32 @@ func (s *Service) changeMany(ctx context.Context, advertiserID string, conversio
 		return nil, fmt.Errorf("%s conversions: %w", to, err)
 	}
 	return out, nil
+}
+
+// checkBulk checks the ids of a bulk request: 1 to MaxBulk, none twice.
+func checkBulk(conversionIDs []string) error {
+	if len(conversionIDs) == 0 || len(conversionIDs) > MaxBulk {
+		return invalid("ids", "must hold 1 to %d conversion ids", MaxBulk)
+	}
+	seen := make(map[string]bool, len(conversionIDs))
+	for _, id := range conversionIDs {
+		if seen[id] {
+			return invalid("ids", "lists %s twice", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// lockByID locks the advertiser's conversions among conversionIDs (lock) and indexes them.
+func lockByID(ctx context.Context, tx pgx.Tx, advertiserID string, conversionIDs []string) (map[string]*Conversion, error) {
+	locked, err := lock(ctx, tx, `v.id = ANY($1) AND v.advertiser_id = $2`, conversionIDs, advertiserID)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*Conversion, len(locked))
+	for i := range locked {
+		byID[locked[i].ID] = &locked[i]
+	}
+	return byID, nil
 }

@@ -27,6 +27,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/partnerstream/partnerstream/internal/clickid"
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/fraud"
 	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/money"
@@ -135,6 +137,10 @@ type NewConversion struct {
 	// program (a postback token belongs to one program).
 	ProgramID string
 	Source    string // empty: api
+	// CustomerEmail is the customer's e-mail address, optional, for the fraud rules: it is
+	// normalised and kept only as a keyed hash (docs/fraud.md), never stored or returned.
+	CustomerEmail string
+	email         *fraud.Email // CustomerEmail, normalised by validate
 }
 
 // Viewer is the company reading: an advertiser sees its programs' conversions, commissions
@@ -198,6 +204,7 @@ type RateFinder interface {
 // Service is the conversions, commissions and payouts store.
 type Service struct {
 	db       *pgxpool.Pool
+	emails   fraud.Hasher
 	clickIDs clickid.Keys
 	rates    RateFinder
 	now      func() time.Time
@@ -215,7 +222,9 @@ func New(db *pgxpool.Pool, o Options) *Service {
 	if o.Rates == nil {
 		o.Rates = rates.New(db, o.Now)
 	}
-	return &Service{db: db, clickIDs: o.ClickIDs, rates: o.Rates, now: func() time.Time { return o.Now().UTC() }, skew: o.FutureSkew}
+	// The customer-e-mail hash is keyed like the visitor hash, from the oldest click-id key:
+	// every replica agrees, and adding a signing key changes no hash.
+	return &Service{db: db, emails: fraud.NewHasher(o.ClickIDs.VisitorKey()), clickIDs: o.ClickIDs, rates: o.Rates, now: func() time.Time { return o.Now().UTC() }, skew: o.FutureSkew}
 }
 
 // Register records a conversion reported by advertiserID and its pending commission. A
@@ -265,15 +274,27 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		if err != nil {
 			return err
 		}
+		var emailHash []byte
+		if in.email != nil {
+			emailHash = s.emails.Hash(*in.email)
+		}
+		findings, err := s.decide(ctx, tx, t, r, c, in.email, emailHash, now)
+		if err != nil {
+			return err
+		}
+		c.Commission.Findings = findings
+		if fraud.Holds(findings) {
+			c.Commission.HeldAt = &now
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO conversions (id, program_id, advertiser_id, affiliate_id,
 			partnership_id, link_id, click_id, promotion_id, sub1, clicked_at, external_id, type, amount,
-			currency, occurred_at, metadata, source, created_at, attribution, coupon_code, customer_id, `+exchangeInsert+`)
+			currency, occurred_at, metadata, source, created_at, attribution, coupon_code, customer_id, customer_email_hash, `+exchangeInsert+`)
 			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-			$22, $23, $24, $25, $26)
+			$22, $23, $24, $25, $26, $27)
 			ON CONFLICT (program_id, external_id) DO NOTHING`,
 			append([]any{c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
 				c.Sub1, nullTime(c.ClickedAt), c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source,
-				c.CreatedAt, c.Attribution, c.CouponCode, c.CustomerID}, c.Exchange.values()...)...)
+				c.CreatedAt, c.Attribution, c.CouponCode, c.CustomerID, emailHash}, c.Exchange.values()...)...)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
 			// A data exception: the only input not checked field by field is the metadata
@@ -291,13 +312,22 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		m := c.Commission
 		if _, err := tx.Exec(ctx, `INSERT INTO commissions (id, conversion_id, program_id, advertiser_id,
 			affiliate_id, occurred_at, amount, currency, rule_type, rule_value, status, hold_until, version,
-			created_at, updated_at, `+exchangeInsert+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19)`,
+			created_at, updated_at, held_at, `+exchangeInsert+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19, $20)`,
 			append([]any{m.ID, m.ConversionID, m.ProgramID, m.AdvertiserID, m.AffiliateID, m.OccurredAt, m.Amount, m.Currency,
-				m.RuleType, m.RuleValue, m.Status, m.HoldUntil, m.Version, m.CreatedAt}, m.Exchange.values()...)...); err != nil {
+				m.RuleType, m.RuleValue, m.Status, m.HoldUntil, m.Version, m.CreatedAt, m.HeldAt}, m.Exchange.values()...)...); err != nil {
 			return fmt.Errorf("insert commission: %w", err)
 		}
-		return emit(ctx, tx, c, "")
+		if err := fraud.Record(ctx, tx, m.ID, m.Findings); err != nil {
+			return err
+		}
+		if err := emit(ctx, tx, c, ""); err != nil {
+			return err
+		}
+		if m.HeldAt != nil {
+			return emitTypes(ctx, tx, c, "", events.CommissionHeld)
+		}
+		return nil
 	})
 	var inv *InvalidError
 	switch {
@@ -344,6 +374,14 @@ func (s *Service) validate(in *NewConversion, now time.Time) error {
 		return invalid("customer_id", "%s", customerID)
 	case in.ProgramID != "" && !ids.Valid(ids.Program, in.ProgramID):
 		return invalid("program_id", "must be a program id (prg_...)")
+	}
+	in.email = nil
+	if in.CustomerEmail != "" {
+		e, ok := fraud.ParseEmail(in.CustomerEmail)
+		if !ok {
+			return invalid("customer_email", "must be one e-mail address (name@domain) of at most %d characters", fraud.MaxEmail)
+		}
+		in.email = &e
 	}
 	if in.Type == "" {
 		in.Type = TypeSale

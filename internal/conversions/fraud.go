@@ -1,0 +1,104 @@
+package conversions
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/fraud"
+)
+
+// decide runs the registration-stage fraud rules of the program on the conversion c is about
+// to become, in the registration's transaction. Only the rules that run for the partnership
+// read anything, and only what they need: the time rules read nothing (the click id carries
+// the click time), self-referral reads the affiliate's users when there is a customer e-mail,
+// and the two duplicate rules share one indexed read.
+func (s *Service) decide(ctx context.Context, tx pgx.Tx, t terms, r rule, c Conversion, email *fraud.Email, emailHash []byte, now time.Time) ([]fraud.Finding, error) {
+	settings, err := fraud.ParseStored(t.fraud)
+	if err != nil {
+		return nil, err
+	}
+	f := fraud.Facts{ClickedAt: c.ClickedAt, OccurredAt: c.OccurredAt, Email: email}
+	if email != nil && settings.Active(fraud.SelfReferral, r.exempt) {
+		rows, err := tx.Query(ctx, `SELECT email FROM users WHERE company_id = $1`, c.AffiliateID)
+		if err != nil {
+			return nil, fmt.Errorf("read the affiliate's users: %w", err)
+		}
+		emails, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("read the affiliate's users: %w", err)
+		}
+		f.SelfReferral = fraud.MatchAffiliate(*email, emails)
+	}
+	order := settings.Active(fraud.DuplicateOrder, r.exempt)
+	customer := settings.Active(fraud.DuplicateCustomer, r.exempt) && (c.CustomerID != "" || emailHash != nil)
+	if order || customer {
+		// An exact repeat of the order id in this program is a repeat (the first conversion
+		// answers); what is left is the same id in another case, or in another program of
+		// the advertiser, under another affiliate.
+		if err := tx.QueryRow(ctx, `SELECT
+			COALESCE((SELECT id FROM conversions WHERE $1 AND advertiser_id = $2 AND lower(external_id) = lower($3)
+				AND affiliate_id <> $4 ORDER BY id LIMIT 1), ''),
+			COALESCE((SELECT id FROM conversions WHERE $5 AND program_id = $6 AND customer_id = $7 AND customer_id <> ''
+				AND affiliate_id <> $4 ORDER BY id LIMIT 1),
+				(SELECT id FROM conversions WHERE $5 AND program_id = $6 AND customer_email_hash = $8
+				AND affiliate_id <> $4 ORDER BY id LIMIT 1), '')`,
+			order, c.AdvertiserID, c.ExternalID, c.AffiliateID, customer, c.ProgramID, c.CustomerID, emailHash).
+			Scan(&f.DuplicateOrder, &f.DuplicateCustomer); err != nil {
+			return nil, fmt.Errorf("read earlier conversions: %w", err)
+		}
+	}
+	return fraud.Decide(settings, r.exempt, f, now), nil
+}
+
+// Release takes up to MaxBulk of the advertiser's held commissions off hold, in one
+// transaction: all or nothing, a *BulkError naming each conversion that is not found or not
+// held. Each goes back to the normal flow (the hold days may approve it) and emits
+// commission.released.
+func (s *Service) Release(ctx context.Context, advertiserID string, conversionIDs []string) ([]Conversion, error) {
+	if err := checkBulk(conversionIDs); err != nil {
+		return nil, err
+	}
+	var out []Conversion
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		byID, err := lockByID(ctx, tx, advertiserID, conversionIDs)
+		if err != nil {
+			return err
+		}
+		var failures []Failure
+		for _, id := range conversionIDs {
+			switch c, ok := byID[id]; {
+			case !ok:
+				failures = append(failures, Failure{ID: id, Code: "not_found"})
+			case c.Commission.HeldAt == nil:
+				failures = append(failures, Failure{ID: id, Code: "not_held", Status: c.Commission.Status})
+			}
+		}
+		if failures != nil {
+			return &BulkError{To: "released", Failures: failures}
+		}
+		now := s.now()
+		out = make([]Conversion, len(conversionIDs))
+		for i, id := range conversionIDs {
+			c := byID[id]
+			m := &c.Commission
+			if err := tx.QueryRow(ctx, `UPDATE commissions SET held_at = NULL, version = version + 1, updated_at = $2
+				WHERE id = $1 RETURNING version`, m.ID, now).Scan(&m.Version); err != nil {
+				return fmt.Errorf("release commission %s: %w", m.ID, err)
+			}
+			m.HeldAt, m.UpdatedAt = nil, now
+			if err := emitTypes(ctx, tx, *c, "", events.CommissionReleased); err != nil {
+				return err
+			}
+			out[i] = *c
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("release conversions: %w", err)
+	}
+	return out, nil
+}
