@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -21,7 +22,7 @@ type Failure struct {
 
 // BulkError lists every conversion of a bulk request that failed; nothing was changed.
 type BulkError struct {
-	To       string // the status asked for: approved or rejected; or released
+	To       string // the status asked for (approved or rejected), or Released
 	Failures []Failure
 }
 
@@ -46,27 +47,46 @@ func (s *Service) RejectMany(ctx context.Context, advertiserID string, conversio
 // transaction, and returns them in the order of conversionIDs. Every id is checked before
 // anything changes, so that a failure lists them all.
 func (s *Service) changeMany(ctx context.Context, advertiserID string, conversionIDs []string, to, reason string) ([]Conversion, error) {
-	if err := checkBulk(conversionIDs); err != nil {
+	if err := checkReason(reason); err != nil {
 		return nil, err
 	}
-	if err := checkReason(reason); err != nil {
+	return s.bulk(ctx, advertiserID, conversionIDs, to, func(c *Conversion) *Failure {
+		switch m := c.Commission; {
+		case !slices.Contains(transitions[m.Status], to):
+			return &Failure{ID: c.ID, Code: "invalid_transition", Status: m.Status, Allowed: Allowed(m.Status)}
+		case to == Approved && m.HeldAt != nil:
+			return &Failure{ID: c.ID, Code: "held", Status: m.Status}
+		}
+		return nil
+	}, func(tx pgx.Tx, c *Conversion, now time.Time) error { return move(ctx, tx, c, to, reason, now) })
+}
+
+// bulk changes up to MaxBulk of the advertiser's conversions in one transaction, all or
+// nothing: every id is locked and checked (check says why one cannot change, nil when it
+// can) before apply changes any, so that a *BulkError lists every failure. to names the
+// change in the error. The conversions come back in the order of conversionIDs.
+func (s *Service) bulk(ctx context.Context, advertiserID string, conversionIDs []string, to string,
+	check func(*Conversion) *Failure, apply func(pgx.Tx, *Conversion, time.Time) error) ([]Conversion, error) {
+	if err := checkBulk(conversionIDs); err != nil {
 		return nil, err
 	}
 	var out []Conversion
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		byID, err := lockByID(ctx, tx, advertiserID, conversionIDs)
+		locked, err := lock(ctx, tx, `v.id = ANY($1) AND v.advertiser_id = $2`, conversionIDs, advertiserID)
 		if err != nil {
 			return err
 		}
+		byID := make(map[string]*Conversion, len(locked))
+		for i := range locked {
+			byID[locked[i].ID] = &locked[i]
+		}
 		var failures []Failure
 		for _, id := range conversionIDs {
-			switch c, ok := byID[id]; {
-			case !ok:
+			c, ok := byID[id]
+			if !ok {
 				failures = append(failures, Failure{ID: id, Code: "not_found"})
-			case !slices.Contains(transitions[c.Commission.Status], to):
-				failures = append(failures, Failure{ID: id, Code: "invalid_transition", Status: c.Commission.Status, Allowed: Allowed(c.Commission.Status)})
-			case to == Approved && c.Commission.HeldAt != nil:
-				failures = append(failures, Failure{ID: id, Code: "held", Status: c.Commission.Status})
+			} else if f := check(c); f != nil {
+				failures = append(failures, *f)
 			}
 		}
 		if failures != nil {
@@ -75,7 +95,7 @@ func (s *Service) changeMany(ctx context.Context, advertiserID string, conversio
 		now := s.now()
 		out = make([]Conversion, len(conversionIDs))
 		for i, id := range conversionIDs {
-			if err := move(ctx, tx, byID[id], to, reason, now); err != nil {
+			if err := apply(tx, byID[id], now); err != nil {
 				return err
 			}
 			out[i] = *byID[id]
@@ -101,17 +121,4 @@ func checkBulk(conversionIDs []string) error {
 		seen[id] = true
 	}
 	return nil
-}
-
-// lockByID locks the advertiser's conversions among conversionIDs (lock) and indexes them.
-func lockByID(ctx context.Context, tx pgx.Tx, advertiserID string, conversionIDs []string) (map[string]*Conversion, error) {
-	locked, err := lock(ctx, tx, `v.id = ANY($1) AND v.advertiser_id = $2`, conversionIDs, advertiserID)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[string]*Conversion, len(locked))
-	for i := range locked {
-		byID[locked[i].ID] = &locked[i]
-	}
-	return byID, nil
 }

@@ -59,46 +59,21 @@ func (s *Service) decide(ctx context.Context, tx pgx.Tx, t terms, r rule, c Conv
 // held. Each goes back to the normal flow (the hold days may approve it) and emits
 // commission.released.
 func (s *Service) Release(ctx context.Context, advertiserID string, conversionIDs []string) ([]Conversion, error) {
-	if err := checkBulk(conversionIDs); err != nil {
-		return nil, err
-	}
-	var out []Conversion
-	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		byID, err := lockByID(ctx, tx, advertiserID, conversionIDs)
-		if err != nil {
-			return err
-		}
-		var failures []Failure
-		for _, id := range conversionIDs {
-			switch c, ok := byID[id]; {
-			case !ok:
-				failures = append(failures, Failure{ID: id, Code: "not_found"})
-			case c.Commission.HeldAt == nil:
-				failures = append(failures, Failure{ID: id, Code: "not_held", Status: c.Commission.Status})
-			}
-		}
-		if failures != nil {
-			return &BulkError{To: "released", Failures: failures}
-		}
-		now := s.now()
-		out = make([]Conversion, len(conversionIDs))
-		for i, id := range conversionIDs {
-			c := byID[id]
-			m := &c.Commission
-			if err := tx.QueryRow(ctx, `UPDATE commissions SET held_at = NULL, version = version + 1, updated_at = $2
-				WHERE id = $1 RETURNING version`, m.ID, now).Scan(&m.Version); err != nil {
-				return fmt.Errorf("release commission %s: %w", m.ID, err)
-			}
-			m.HeldAt, m.UpdatedAt = nil, now
-			if err := emitTypes(ctx, tx, *c, "", events.CommissionReleased); err != nil {
-				return err
-			}
-			out[i] = *c
+	return s.bulk(ctx, advertiserID, conversionIDs, Released, func(c *Conversion) *Failure {
+		if c.Commission.HeldAt == nil {
+			return &Failure{ID: c.ID, Code: "not_held", Status: c.Commission.Status}
 		}
 		return nil
+	}, func(tx pgx.Tx, c *Conversion, now time.Time) error {
+		m := &c.Commission
+		if err := tx.QueryRow(ctx, `UPDATE commissions SET held_at = NULL, version = version + 1, updated_at = $2
+			WHERE id = $1 RETURNING version`, m.ID, now).Scan(&m.Version); err != nil {
+			return fmt.Errorf("release commission %s: %w", m.ID, err)
+		}
+		m.HeldAt, m.UpdatedAt = nil, now
+		return emitTypes(ctx, tx, *c, "", events.CommissionReleased)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("release conversions: %w", err)
-	}
-	return out, nil
 }
+
+// Released names a release in a *BulkError (BulkError.To): it is no status.
+const Released = "released"

@@ -22,7 +22,19 @@ func (e *env) fraudRules(t testing.TB, program string, changes map[string]fraud.
 	}
 }
 
-// registerAt reports a sale in program through a click of affiliate made `after` before the
+// programWithRules is a new program of the advertiser in EUR, approved by the hold days at
+// once, with the affiliate approved in it and the rule changes made; it returns the program
+// and the partnership.
+func (e *env) programWithRules(t testing.TB, changes map[string]fraud.Change) (string, string) {
+	t.Helper()
+	zero := 0
+	program := e.newProgram(t, e.adv, "EUR", "percent", 1000, &zero)
+	ptn := e.partner(t, program, e.aff, "", 0)
+	e.fraudRules(t, program, changes)
+	return program, ptn
+}
+
+// registerAfter reports a sale in program through a click of affiliate made `after` before the
 // conversion, with the customer's e-mail when given.
 func (e *env) registerAfter(t testing.TB, program, affiliate string, after time.Duration, externalID, email string) conversions.Conversion {
 	t.Helper()
@@ -198,11 +210,10 @@ func TestHeldCommissionsWaitForTheAdvertiser(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	zero := 0
-	program := e.newProgram(t, e.adv, "EUR", "percent", 1000, &zero)
-	e.partner(t, program, e.aff, "", 0)
-	e.fraudRules(t, program, map[string]fraud.Change{fraud.ConversionTooFast: {Action: ptr(fraud.ActionHold)}})
-	fast := func() conversions.Conversion { return e.registerAfter(t, program, e.aff, 2*time.Second, ids.New("ord"), "") }
+	program, _ := e.programWithRules(t, map[string]fraud.Change{fraud.ConversionTooFast: {Action: ptr(fraud.ActionHold)}})
+	fast := func() conversions.Conversion {
+		return e.registerAfter(t, program, e.aff, 2*time.Second, ids.New("ord"), "")
+	}
 	held1, held2, held3 := fast(), fast(), fast()
 	honest := e.registerAfter(t, program, e.aff, time.Hour, ids.New("ord"), "")
 	for _, c := range []conversions.Conversion{held1, held2, held3} {
@@ -288,10 +299,7 @@ func TestShadowRulesAndExemptionsChangeNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	zero := 0
-	program := e.newProgram(t, e.adv, "EUR", "percent", 1000, &zero)
-	ptn := e.partner(t, program, e.aff, "", 0)
-	e.fraudRules(t, program, map[string]fraud.Change{fraud.ConversionTooFast: {Action: ptr(fraud.ActionHold), Shadow: ptr(true)}})
+	program, ptn := e.programWithRules(t, map[string]fraud.Change{fraud.ConversionTooFast: {Action: ptr(fraud.ActionHold), Shadow: ptr(true)}})
 	c := e.registerAfter(t, program, e.aff, time.Second, ids.New("ord"), "")
 	acting, shadow := codes(c)
 	if acting != nil || !slices.Equal(shadow, []string{fraud.ConversionTooFast}) || c.Commission.HeldAt != nil {

@@ -45,9 +45,9 @@ func (s *Server) MountConversions(svc ConversionService) {
 	s.app.Post("/api/conversions", advertiserOnly, s.Idempotent(h.register))
 	s.app.Get("/api/conversions/:id", h.get)
 	s.app.Get("/api/commissions", h.commissions)
-	s.app.Post("/api/conversions/approve", advertiserOnly, s.Idempotent(h.approveMany))
+	s.app.Post("/api/conversions/approve", advertiserOnly, s.Idempotent(h.bulkIDs(ConversionService.ApproveMany)))
 	s.app.Post("/api/conversions/reject", advertiserOnly, s.Idempotent(h.rejectMany))
-	s.app.Post("/api/conversions/release", advertiserOnly, s.Idempotent(h.release))
+	s.app.Post("/api/conversions/release", advertiserOnly, s.Idempotent(h.bulkIDs(ConversionService.Release)))
 	for action, to := range map[string]string{"approve": conversions.Approved, "reject": conversions.Rejected, "reverse": conversions.Reversed} {
 		s.app.Post("/api/v1/conversions/:id/"+action, advertiserOnly, s.Idempotent(h.changeStatus(to)))
 		s.app.Post("/api/conversions/:id/"+action, advertiserOnly, s.Idempotent(h.changeStatus(to)))
@@ -145,26 +145,18 @@ func (h conversionHandlers) changeStatus(to string) fiber.Handler {
 	}
 }
 
-func (h conversionHandlers) approveMany(c *fiber.Ctx) error {
-	var in struct {
-		IDs []string `json:"ids"`
+// bulkIDs is a bulk route whose body is only {"ids": [...]}: approval and release.
+func (h conversionHandlers) bulkIDs(decide func(ConversionService, context.Context, string, []string) ([]conversions.Conversion, error)) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var in struct {
+			IDs []string `json:"ids"`
+		}
+		if err := DecodeJSON(c, &in); err != nil {
+			return err
+		}
+		list, err := decide(h.svc, c.UserContext(), Caller(c).CompanyID, in.IDs)
+		return bulkDecision(c, list, err)
 	}
-	if err := DecodeJSON(c, &in); err != nil {
-		return err
-	}
-	list, err := h.svc.ApproveMany(c.UserContext(), Caller(c).CompanyID, in.IDs)
-	return bulkDecision(c, list, err)
-}
-
-func (h conversionHandlers) release(c *fiber.Ctx) error {
-	var in struct {
-		IDs []string `json:"ids"`
-	}
-	if err := DecodeJSON(c, &in); err != nil {
-		return err
-	}
-	list, err := h.svc.Release(c.UserContext(), Caller(c).CompanyID, in.IDs)
-	return bulkDecision(c, list, err)
 }
 
 func (h conversionHandlers) rejectMany(c *fiber.Ctx) error {
@@ -411,7 +403,7 @@ func conversionsProblem(c *fiber.Ctx, err error) error {
 		for i, f := range bulk.Failures {
 			failures[i] = bulkFailureJSON{ID: f.ID, Code: f.Code, Status: f.Status, Allowed: f.Allowed}
 		}
-		code := map[string]string{conversions.Rejected: "bulk_rejection_failed", "released": "bulk_release_failed"}[bulk.To]
+		code := map[string]string{conversions.Rejected: "bulk_rejection_failed", conversions.Released: "bulk_release_failed"}[bulk.To]
 		if code == "" {
 			code = "bulk_approval_failed"
 		}
