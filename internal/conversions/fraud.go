@@ -77,3 +77,48 @@ func (s *Service) Release(ctx context.Context, advertiserID string, conversionID
 
 // Released names a release in a *BulkError (BulkError.To): it is no status.
 const Released = "released"
+
+// AddVerdicts records findings of a later stage (fraud.StageClick: once ingest knows the
+// click) on an existing conversion's commission, in one transaction. When an acting finding
+// holds and the commission is neither held nor decided for good (pending, or approved and in
+// no payout), it is put on hold with its version increased and commission.held emitted.
+// A rule that already has a verdict on the commission keeps its first one. It returns the
+// conversion as it is now.
+func (s *Service) AddVerdicts(ctx context.Context, conversionID string, findings []fraud.Finding) (Conversion, error) {
+	var c Conversion
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		locked, err := lock(ctx, tx, `v.id = $1`, conversionID)
+		if err != nil {
+			return err
+		}
+		if len(locked) == 0 {
+			return ErrNotFound
+		}
+		c = locked[0]
+		m := c.Commission
+		if err := fraud.Record(ctx, tx, m.ID, findings); err != nil {
+			return err
+		}
+		open := m.Status == Pending || (m.Status == Approved && m.PayoutID == "")
+		hold := fraud.Holds(findings) && m.HeldAt == nil && open
+		if hold {
+			if _, err := tx.Exec(ctx, `UPDATE commissions SET held_at = $2, version = version + 1, updated_at = $2 WHERE id = $1`,
+				m.ID, s.now()); err != nil {
+				return fmt.Errorf("hold commission %s: %w", m.ID, err)
+			}
+		}
+		// Read back as stored: a rule decided before keeps its first verdict.
+		if locked, err = lock(ctx, tx, `v.id = $1`, conversionID); err != nil {
+			return err
+		}
+		c = locked[0]
+		if hold {
+			return emitTypes(ctx, tx, c, "", events.CommissionHeld)
+		}
+		return nil
+	})
+	if err != nil {
+		return Conversion{}, fmt.Errorf("add verdicts to conversion %s: %w", conversionID, err)
+	}
+	return c, nil
+}

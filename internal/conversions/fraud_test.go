@@ -375,3 +375,55 @@ func TestFraudRulesAreTheAdvertisersOwn(t *testing.T) {
 		t.Error("an invalid change was stored")
 	}
 }
+
+// A later stage adds its verdicts to an existing commission and holds it then, even once
+// approved (a payout then skips it); a rule decided twice keeps its first verdict, and a
+// commission in a payout or decided for good is recorded but not held.
+func TestALaterStageAddsVerdictsAndHolds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	now := e.clock.Now()
+	finding := func(code, action, observed string, shadow bool) fraud.Finding {
+		return fraud.Finding{Code: code, Action: action, Observed: observed, Shadow: shadow, Stage: fraud.StageClick, DecidedAt: now}
+	}
+	c := e.registerAfter(t, e.program, e.aff, time.Hour, ids.New("ord"), "")
+	if _, err := e.svc.ChangeStatus(ctx, e.adv, c.ID, conversions.Approved, ""); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.svc.AddVerdicts(ctx, c.ID, []fraud.Finding{finding("hosting_network", fraud.ActionHold, "AS16509", false),
+		finding("click_velocity", fraud.ActionHold, "12 clicks", true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acting, shadow := codes(got)
+	if got.Commission.HeldAt == nil || got.Commission.Version != 3 || !slices.Equal(acting, []string{"hosting_network"}) ||
+		!slices.Equal(shadow, []string{"click_velocity"}) {
+		t.Fatalf("after the click stage: held %v, version %d, acting %v, shadow %v", got.Commission.HeldAt, got.Commission.Version, acting, shadow)
+	}
+	if _, err := e.svc.CreatePayout(ctx, e.adv, conversions.NewPayout{AffiliateID: e.aff, Currency: "EUR",
+		PeriodStart: now.Add(-24 * time.Hour), PeriodEnd: now.Add(time.Hour)}); !errors.Is(err, conversions.ErrNoCommissions) {
+		t.Errorf("a payout of a held approved commission: %v, want ErrNoCommissions", err)
+	}
+	// Decided again: nothing new, no second event.
+	again, err := e.svc.AddVerdicts(ctx, c.ID, []fraud.Finding{finding("hosting_network", fraud.ActionHold, "AS0", false)})
+	if i := slices.IndexFunc(again.Commission.Findings, func(f fraud.Finding) bool { return f.Code == "hosting_network" }); err != nil ||
+		again.Commission.Version != 3 || len(again.Commission.Findings) != 2 || again.Commission.Findings[i].Observed != "AS16509" {
+		t.Fatalf("decided again: %v, %+v", err, again.Commission)
+	}
+	evs := e.outboxFor(t, c.ID)
+	last := evs[len(evs)-1]
+	if len(evs) != 5 || last.envelope.Type != events.CommissionHeld || last.data.Version != 3 || !last.data.Risk.Held ||
+		!slices.Equal(last.data.Risk.ReasonCodes(), []string{"hosting_network"}) {
+		t.Fatalf("%d events, the last %s %+v", len(evs), last.envelope.Type, last.data)
+	}
+	// Rejected for good: recorded, not held.
+	r := e.registerAfter(t, e.program, e.aff, time.Hour, ids.New("ord"), "")
+	if _, err := e.svc.ChangeStatus(ctx, e.adv, r.ID, conversions.Rejected, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.svc.AddVerdicts(ctx, r.ID, []fraud.Finding{finding("hosting_network", fraud.ActionHold, "AS1", false)}); err != nil ||
+		got.Commission.HeldAt != nil || len(got.Commission.Findings) != 1 {
+		t.Errorf("a rejected commission: %v, %+v", err, got.Commission)
+	}
+}
