@@ -278,36 +278,54 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		if in.email != nil {
 			emailHash = s.emails.Hash(*in.email)
 		}
-		findings, err := s.decide(ctx, tx, t, r, c, in.email, emailHash, now)
+		rules, err := fraud.ParseStored(t.fraud)
+		if err != nil {
+			return err
+		}
+		// The duplicate rules read the conversions before this one in the insert's own
+		// RETURNING (a statement does not see its own row), sparing registration a round
+		// trip. An exact repeat of the order id in this program is a repeat (the first
+		// conversion answers); what is left is the same id in another case, or in another
+		// program of the advertiser, under another affiliate.
+		order := rules.Active(fraud.DuplicateOrder, r.exempt)
+		customer := rules.Active(fraud.DuplicateCustomer, r.exempt) && (c.CustomerID != "" || emailHash != nil)
+		var facts fraud.Facts
+		err = tx.QueryRow(ctx, `INSERT INTO conversions (id, program_id, advertiser_id, affiliate_id,
+			partnership_id, link_id, click_id, promotion_id, sub1, clicked_at, external_id, type, amount,
+			currency, occurred_at, metadata, source, created_at, attribution, coupon_code, customer_id, customer_email_hash, `+exchangeInsert+`)
+			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+			$22, $23, $24, $25, $26, $27)
+			ON CONFLICT (program_id, external_id) DO NOTHING
+			RETURNING COALESCE((SELECT o.id FROM conversions o WHERE $28 AND o.advertiser_id = $3 AND lower(o.external_id) = lower($11)
+					AND o.affiliate_id <> $4 ORDER BY o.id LIMIT 1), ''),
+				COALESCE((SELECT o.id FROM conversions o WHERE $29 AND o.program_id = $2 AND o.customer_id = $21 AND $21 <> ''
+					AND o.affiliate_id <> $4 ORDER BY o.id LIMIT 1),
+				(SELECT o.id FROM conversions o WHERE $29 AND o.program_id = $2 AND o.customer_email_hash = $22
+					AND o.affiliate_id <> $4 ORDER BY o.id LIMIT 1), '')`,
+			append(append([]any{c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
+				c.Sub1, nullTime(c.ClickedAt), c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source,
+				c.CreatedAt, c.Attribution, c.CouponCode, c.CustomerID, emailHash}, c.Exchange.values()...), order, customer)...).
+			Scan(&facts.DuplicateOrder, &facts.DuplicateCustomer)
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22"):
+			// A data exception: the only input not checked field by field is the metadata
+			// (e.g. a number beyond what Postgres numeric holds).
+			return invalid("metadata", "cannot be stored: %s", pgErr.Message)
+		case errors.Is(err, pgx.ErrNoRows):
+			// A concurrent twin committed first (the insert waited for it). Roll back, so that
+			// this request binds no customer, and answer with the twin.
+			return errRepeat
+		case err != nil:
+			return fmt.Errorf("insert conversion: %w", err)
+		}
+		findings, err := s.decide(ctx, tx, rules, r.exempt, c, in.email, facts, now)
 		if err != nil {
 			return err
 		}
 		c.Commission.Findings = findings
 		if fraud.Holds(findings) {
 			c.Commission.HeldAt = &now
-		}
-		tag, err := tx.Exec(ctx, `INSERT INTO conversions (id, program_id, advertiser_id, affiliate_id,
-			partnership_id, link_id, click_id, promotion_id, sub1, clicked_at, external_id, type, amount,
-			currency, occurred_at, metadata, source, created_at, attribution, coupon_code, customer_id, customer_email_hash, `+exchangeInsert+`)
-			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-			$22, $23, $24, $25, $26, $27)
-			ON CONFLICT (program_id, external_id) DO NOTHING`,
-			append([]any{c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
-				c.Sub1, nullTime(c.ClickedAt), c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source,
-				c.CreatedAt, c.Attribution, c.CouponCode, c.CustomerID, emailHash}, c.Exchange.values()...)...)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
-			// A data exception: the only input not checked field by field is the metadata
-			// (e.g. a number beyond what Postgres numeric holds).
-			return invalid("metadata", "cannot be stored: %s", pgErr.Message)
-		}
-		if err != nil {
-			return fmt.Errorf("insert conversion: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			// A concurrent twin committed first (the insert waited for it). Roll back, so that
-			// this request binds no customer, and answer with the twin.
-			return errRepeat
 		}
 		m := c.Commission
 		if _, err := tx.Exec(ctx, `INSERT INTO commissions (id, conversion_id, program_id, advertiser_id,

@@ -11,18 +11,14 @@ import (
 	"github.com/partnerstream/partnerstream/internal/fraud"
 )
 
-// decide runs the registration-stage fraud rules of the program on the conversion c is about
-// to become, in the registration's transaction. Only the rules that run for the partnership
-// read anything, and only what they need: the time rules read nothing (the click id carries
-// the click time), self-referral reads the affiliate's users when there is a customer e-mail,
-// and the two duplicate rules share one indexed read.
-func (s *Service) decide(ctx context.Context, tx pgx.Tx, t terms, r rule, c Conversion, email *fraud.Email, emailHash []byte, now time.Time) ([]fraud.Finding, error) {
-	settings, err := fraud.ParseStored(t.fraud)
-	if err != nil {
-		return nil, err
-	}
-	f := fraud.Facts{ClickedAt: c.ClickedAt, OccurredAt: c.OccurredAt, Email: email}
-	if email != nil && settings.Active(fraud.SelfReferral, r.exempt) {
+// decide runs the registration-stage fraud rules of the program on conversion c, in the
+// registration's transaction, given the duplicates the insert found (f). The time rules read
+// nothing (the click id carries the click time); self-referral reads the affiliate's users,
+// only when there is a customer e-mail and the rule runs for the partnership.
+func (s *Service) decide(ctx context.Context, tx pgx.Tx, rules fraud.Settings, exempt []string, c Conversion, email *fraud.Email,
+	f fraud.Facts, now time.Time) ([]fraud.Finding, error) {
+	f.ClickedAt, f.OccurredAt, f.Email = c.ClickedAt, c.OccurredAt, email
+	if email != nil && rules.Active(fraud.SelfReferral, exempt) {
 		rows, err := tx.Query(ctx, `SELECT email FROM users WHERE company_id = $1`, c.AffiliateID)
 		if err != nil {
 			return nil, fmt.Errorf("read the affiliate's users: %w", err)
@@ -33,25 +29,7 @@ func (s *Service) decide(ctx context.Context, tx pgx.Tx, t terms, r rule, c Conv
 		}
 		f.SelfReferral = fraud.MatchAffiliate(*email, emails)
 	}
-	order := settings.Active(fraud.DuplicateOrder, r.exempt)
-	customer := settings.Active(fraud.DuplicateCustomer, r.exempt) && (c.CustomerID != "" || emailHash != nil)
-	if order || customer {
-		// An exact repeat of the order id in this program is a repeat (the first conversion
-		// answers); what is left is the same id in another case, or in another program of
-		// the advertiser, under another affiliate.
-		if err := tx.QueryRow(ctx, `SELECT
-			COALESCE((SELECT id FROM conversions WHERE $1 AND advertiser_id = $2 AND lower(external_id) = lower($3)
-				AND affiliate_id <> $4 ORDER BY id LIMIT 1), ''),
-			COALESCE((SELECT id FROM conversions WHERE $5 AND program_id = $6 AND customer_id = $7 AND customer_id <> ''
-				AND affiliate_id <> $4 ORDER BY id LIMIT 1),
-				(SELECT id FROM conversions WHERE $5 AND program_id = $6 AND customer_email_hash = $8
-				AND affiliate_id <> $4 ORDER BY id LIMIT 1), '')`,
-			order, c.AdvertiserID, c.ExternalID, c.AffiliateID, customer, c.ProgramID, c.CustomerID, emailHash).
-			Scan(&f.DuplicateOrder, &f.DuplicateCustomer); err != nil {
-			return nil, fmt.Errorf("read earlier conversions: %w", err)
-		}
-	}
-	return fraud.Decide(settings, r.exempt, f, now), nil
+	return fraud.Decide(rules, exempt, f, now), nil
 }
 
 // Release takes up to MaxBulk of the advertiser's held commissions off hold, in one
