@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+var defaults = Defaults()
+
 // ErrNotFound: no such program or partnership of the advertiser. Another company's is
 // answered the same way.
 var ErrNotFound = errors.New("not found")
@@ -41,10 +43,11 @@ type Program struct {
 }
 
 // ParseStored reads the stored settings of a program (the rules column; nil or empty:
-// none) laid over the defaults.
+// none) laid over the defaults. The result is read-only: a program without settings shares
+// one copy of the defaults, as registration reads them for every conversion.
 func ParseStored(raw []byte) (Settings, error) {
 	if len(raw) == 0 {
-		return Defaults(), nil
+		return defaults, nil
 	}
 	var stored Settings
 	if err := json.Unmarshal(raw, &stored); err != nil {
