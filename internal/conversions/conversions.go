@@ -287,8 +287,8 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		// trip. An exact repeat of the order id in this program is a repeat (the first
 		// conversion answers); what is left is the same id in another case, or in another
 		// program of the advertiser, under another affiliate.
-		order := rules.Active(fraud.DuplicateOrder, r.exempt)
-		customer := rules.Active(fraud.DuplicateCustomer, r.exempt) && (c.CustomerID != "" || emailHash != nil)
+		order := b2i(rules.Active(fraud.DuplicateOrder, r.exempt))
+		customer := b2i(rules.Active(fraud.DuplicateCustomer, r.exempt) && (c.CustomerID != "" || emailHash != nil))
 		var facts fraud.Facts
 		err = tx.QueryRow(ctx, `INSERT INTO conversions (id, program_id, advertiser_id, affiliate_id,
 			partnership_id, link_id, click_id, promotion_id, sub1, clicked_at, external_id, type, amount,
@@ -296,15 +296,10 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
 			$22, $23, $24, $25, $26, $27)
 			ON CONFLICT (program_id, external_id) DO NOTHING
-			RETURNING COALESCE((SELECT o.id FROM conversions o WHERE $28 AND o.advertiser_id = $3 AND lower(o.external_id) = lower($11)
-					AND o.affiliate_id <> $4 ORDER BY o.id LIMIT 1), ''),
-				COALESCE((SELECT o.id FROM conversions o WHERE $29 AND o.program_id = $2 AND o.customer_id = $21 AND $21 <> ''
-					AND o.affiliate_id <> $4 ORDER BY o.id LIMIT 1),
-				(SELECT o.id FROM conversions o WHERE $29 AND o.program_id = $2 AND o.customer_email_hash = $22
-					AND o.affiliate_id <> $4 ORDER BY o.id LIMIT 1), '')`,
-			append(append([]any{c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
+			RETURNING `+duplicates[order][customer],
+			append([]any{c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
 				c.Sub1, nullTime(c.ClickedAt), c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source,
-				c.CreatedAt, c.Attribution, c.CouponCode, c.CustomerID, emailHash}, c.Exchange.values()...), order, customer)...).
+				c.CreatedAt, c.Attribution, c.CouponCode, c.CustomerID, emailHash}, c.Exchange.values()...)...).
 			Scan(&facts.DuplicateOrder, &facts.DuplicateCustomer)
 		var pgErr *pgconn.PgError
 		switch {
@@ -360,8 +355,35 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 	return c, true, nil
 }
 
+// duplicates are what the insert of a conversion returns for the duplicate rules, by whether
+// duplicate_order and duplicate_customer run: the earlier conversion of another affiliate
+// with the same order id, and with the same customer ('' none). A rule that does not run
+// reads nothing. Four statements rather than one with flags: a flag Postgres can fold away
+// makes it plan the statement anew at every execution.
+var duplicates = func() (out [2][2]string) {
+	const order = `COALESCE((SELECT o.id FROM conversions o WHERE o.advertiser_id = $3 AND lower(o.external_id) = lower($11)
+		AND o.affiliate_id <> $4 ORDER BY o.id LIMIT 1), '')`
+	const customer = `COALESCE((SELECT o.id FROM conversions o WHERE o.program_id = $2 AND o.customer_id = $21 AND $21 <> ''
+		AND o.affiliate_id <> $4 ORDER BY o.id LIMIT 1),
+		(SELECT o.id FROM conversions o WHERE o.program_id = $2 AND o.customer_email_hash = $22
+		AND o.affiliate_id <> $4 ORDER BY o.id LIMIT 1), '')`
+	for i, o := range []string{"''", order} {
+		for j, c := range []string{"''", customer} {
+			out[i][j] = o + ", " + c
+		}
+	}
+	return out
+}()
+
 // errRepeat rolls back a registration whose external id a concurrent twin took.
 var errRepeat = errors.New("repeated external id")
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 func nullTime(t time.Time) *time.Time {
 	if t.IsZero() {
