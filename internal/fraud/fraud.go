@@ -69,10 +69,8 @@ type Rule struct {
 	Code   string
 	Stage  string
 	Params []Param
-	// The setting of a program that never configured the rule.
+	// The setting of a program that never configured the rule (its costs: docs/fraud.md).
 	Default Setting
-	// Cost is a short note of what deciding it takes (docs/fraud.md, "Costs").
-	Cost string
 }
 
 // MaxListDomains bounds a rule's list of domains.
@@ -90,22 +88,19 @@ const MaxMaxSeconds = 365 * 24 * 3600
 var Catalogue = []Rule{
 	{Code: ConversionTooFast, Stage: StageRegistration,
 		Params:  []Param{{Name: "min_seconds", Kind: kindSeconds, Min: 1, Max: MaxMinSeconds, Default: 10}},
-		Default: Setting{Enabled: true, Action: ActionFlag}, Cost: "none: the signed click id carries the click time"},
+		Default: Setting{Enabled: true, Action: ActionFlag}},
 	{Code: ConversionTooSlow, Stage: StageRegistration,
 		Params:  []Param{{Name: "max_seconds", Kind: kindSeconds, Min: 60, Max: MaxMaxSeconds, Default: 30 * 24 * 3600}},
-		Default: Setting{Enabled: false, Action: ActionFlag}, Cost: "none: the signed click id carries the click time"},
+		Default: Setting{Enabled: false, Action: ActionFlag}},
 	{Code: SelfReferral, Stage: StageRegistration,
-		Default: Setting{Enabled: true, Action: ActionHold},
-		Cost:    "one indexed read of the affiliate's users, only for a conversion with a customer_email"},
+		Default: Setting{Enabled: true, Action: ActionHold}},
 	{Code: DisposableEmail, Stage: StageRegistration,
 		Params:  []Param{{Name: "extra_domains", Kind: kindDomains, MaxItems: MaxListDomains}},
-		Default: Setting{Enabled: true, Action: ActionFlag}, Cost: "none: a lookup in the embedded list"},
+		Default: Setting{Enabled: true, Action: ActionFlag}},
 	{Code: DuplicateOrder, Stage: StageRegistration,
-		Default: Setting{Enabled: true, Action: ActionFlag},
-		Cost:    "one indexed read of the advertiser's conversions (shared with duplicate_customer)"},
+		Default: Setting{Enabled: true, Action: ActionFlag}},
 	{Code: DuplicateCustomer, Stage: StageRegistration,
-		Default: Setting{Enabled: true, Action: ActionFlag},
-		Cost:    "one indexed read of the program's conversions (shared with duplicate_order), only with a customer"},
+		Default: Setting{Enabled: true, Action: ActionFlag}},
 }
 
 // Codes lists the reason codes of the catalogue.
