@@ -6,7 +6,7 @@ LDFLAGS  := -X github.com/partnerstream/partnerstream/internal/version.Version=$
             -X github.com/partnerstream/partnerstream/internal/version.Revision=$(REVISION)
 BIN := $(CURDIR)/bin
 
-.PHONY: image cluster cluster-down e2e run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats bench-export bench-deliver build controlplane tools manifests generate lint bench fuzz docs tidy clean docker-build helm-lint helm-docs journey soak screenshots
+.PHONY: image cluster cluster-down e2e run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats bench-export bench-deliver disposable-domains build controlplane tools manifests generate lint bench fuzz docs tidy clean docker-build helm-lint helm-docs journey soak screenshots
 
 run: ## Start the whole platform with demo data on http://127.0.0.1:8080
 	@bash hack/run.sh
@@ -66,6 +66,9 @@ manifests: tools ## Generate CRD and RBAC manifests into config/
 
 helm-lint: ## helm lint --strict of charts/partnerstream (builds bin/helm)
 	@bash hack/helm.sh lint
+
+disposable-domains: ## Refresh internal/fraud/disposable_domains.json from the npm package pinned in hack/disposable (docs/fraud.md)
+	@bash hack/disposable-domains.sh
 
 helm-docs: ## Regenerate the chart's values tables (chart README, README.md) and its CRD copy
 	@bash hack/helm.sh docs

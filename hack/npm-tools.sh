@@ -10,6 +10,9 @@
 #                               `make run` and the tests use, into $PS_CACHE/geoip (default
 #                               ~/.cache/partnerstream, outside the clone: a clean clone reuses
 #                               it); prints the database's path on stdout
+#   hack/npm-tools.sh disposable the list of disposable e-mail domains (hack/disposable) into
+#                               bin/disposable, which hack/disposable-domains.sh copies into
+#                               internal/fraud
 #
 # Node and npm come from Debian (nodejs, npm) when the machine has none. The install is
 # skipped while the directory was installed from the same lock file; npm's own cache (~/.npm)
@@ -22,7 +25,8 @@ case "${1:-lint}" in
   maildev) SRC=$ROOT/hack/maildev DIR=$ROOT/bin/maildev ;;
   axe) SRC=$ROOT/hack/axe DIR=$ROOT/bin/axe ;;
   geoip) SRC=$ROOT/hack/geoip DIR=${PS_CACHE:-$HOME/.cache/partnerstream}/geoip ;;
-  *) echo "usage: $0 [lint|maildev|axe|geoip]" >&2; exit 2 ;;
+  disposable) SRC=$ROOT/hack/disposable DIR=$ROOT/bin/disposable ;;
+  *) echo "usage: $0 [lint|maildev|axe|geoip|disposable]" >&2; exit 2 ;;
 esac
 # The database of hack/geoip/package.json, and its licence, once installed.
 GEOIP_DB=$DIR/node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb

@@ -5,7 +5,7 @@ import (
 )
 
 // EventType is a platform event a Webhook can subscribe to.
-// +kubebuilder:validation:Enum=conversion.created;conversion.approved;conversion.rejected;partnership.created;commission.status_changed
+// +kubebuilder:validation:Enum=conversion.created;conversion.approved;conversion.rejected;partnership.created;commission.status_changed;commission.held;commission.released
 type EventType string
 
 // The event types a Webhook can subscribe to.
@@ -15,12 +15,14 @@ const (
 	EventConversionRejected      EventType = "conversion.rejected"
 	EventPartnershipCreated      EventType = "partnership.created"
 	EventCommissionStatusChanged EventType = "commission.status_changed"
+	EventCommissionHeld          EventType = "commission.held"
+	EventCommissionReleased      EventType = "commission.released"
 )
 
 // EventTypes lists every event type, in the order of the documentation.
 var EventTypes = []EventType{
 	EventConversionCreated, EventConversionApproved, EventConversionRejected,
-	EventPartnershipCreated, EventCommissionStatusChanged,
+	EventPartnershipCreated, EventCommissionStatusChanged, EventCommissionHeld, EventCommissionReleased,
 }
 
 // WebhookSpec is a company's subscription to platform events, delivered as signed POSTs.
@@ -44,7 +46,7 @@ type WebhookSpec struct {
 
 	// Events are the event types delivered to the URL; at least one.
 	// +listType=set
-	// +kubebuilder:validation:MaxItems=5
+	// +kubebuilder:validation:MaxItems=7
 	// +kubebuilder:validation:XValidation:rule="self.size() > 0",message="at least one event is required"
 	Events []EventType `json:"events"`
 

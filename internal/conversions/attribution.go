@@ -58,8 +58,9 @@ type terms struct {
 	rateAgeDays     int // how old an exchange rate may be (programs.DefaultMaxRateAgeDays)
 	holdDays        *int
 	attributionRule string
-	customerDays    *int // nil: bound for life
-	rule            rule // the program's; a partnership's override replaces it
+	customerDays    *int   // nil: bound for life
+	rule            rule   // the program's; a partnership's override replaces it
+	fraud           []byte // the program's stored fraud settings (fraud.ParseStored); nil: the defaults
 }
 
 // rule is the commission rule that applies to one partnership.
@@ -68,6 +69,7 @@ type rule struct {
 	typ           string
 	value         int64
 	recurring     *programs.Recurring
+	exempt        []string // the fraud rules switched off for the partnership
 }
 
 // covers reports whether the recurring part of the rule pays a conversion at at of a
@@ -159,9 +161,11 @@ func (s *Service) terms(ctx context.Context, advertiserID, programID string, unk
 	var months *int
 	var lifetime bool
 	err := s.db.QueryRow(ctx, `SELECT currency, attribution_window_days, max_rate_age_days, hold_days, commission_type, commission_value,
-		attribution_rule, customer_window_days, recurring_months, recurring_lifetime
+		attribution_rule, customer_window_days, recurring_months, recurring_lifetime,
+		(SELECT rules FROM fraud_settings WHERE program_id = programs.id)
 		FROM programs WHERE id = $1 AND advertiser_id = $2`, programID, advertiserID).
-		Scan(&t.currency, &t.windowDays, &t.rateAgeDays, &t.holdDays, &t.rule.typ, &t.rule.value, &t.attributionRule, &t.customerDays, &months, &lifetime)
+		Scan(&t.currency, &t.windowDays, &t.rateAgeDays, &t.holdDays, &t.rule.typ, &t.rule.value, &t.attributionRule, &t.customerDays, &months, &lifetime,
+			&t.fraud)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return terms{}, fmt.Errorf("%w: the program %s is not one of yours", unknown, programID)
 	}
@@ -179,9 +183,10 @@ func (t terms) ruleOf(ctx context.Context, q querier, affiliateID string) (rule,
 	var value *int64
 	var months *int
 	var lifetime bool
-	err := q.QueryRow(ctx, `SELECT id, commission_type, commission_value, recurring_months, recurring_lifetime
+	err := q.QueryRow(ctx, `SELECT id, commission_type, commission_value, recurring_months, recurring_lifetime,
+		ARRAY(SELECT code FROM fraud_exemptions WHERE partnership_id = partnerships.id)
 		FROM partnerships WHERE program_id = $1 AND affiliate_id = $2`, t.programID, affiliateID).
-		Scan(&r.partnershipID, &typ, &value, &months, &lifetime)
+		Scan(&r.partnershipID, &typ, &value, &months, &lifetime, &r.exempt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return r, nil

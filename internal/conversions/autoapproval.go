@@ -15,7 +15,7 @@ import (
 const dueBatch = 200
 
 // ApproveDue approves the pending commissions whose hold ended at or before now, in batches,
-// and returns how many it approved. Replicas may run it at the same time: each skips the rows
+// and returns how many it approved. A commission a fraud rule holds waits for its release. Replicas may run it at the same time: each skips the rows
 // another holds.
 func (s *Service) ApproveDue(ctx context.Context, now time.Time) (int, error) {
 	now = now.UTC()
@@ -24,7 +24,7 @@ func (s *Service) ApproveDue(ctx context.Context, now time.Time) (int, error) {
 		n := 0
 		err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, `SELECT `+conversionColumns+` FROM conversions v JOIN commissions c ON c.conversion_id = v.id
-				WHERE c.status = 'pending' AND c.hold_until <= $1 ORDER BY c.hold_until LIMIT $2 FOR UPDATE OF c SKIP LOCKED`, now, dueBatch)
+				WHERE c.status = 'pending' AND c.hold_until <= $1 AND c.held_at IS NULL ORDER BY c.hold_until LIMIT $2 FOR UPDATE OF c SKIP LOCKED`, now, dueBatch)
 			if err != nil {
 				return fmt.Errorf("read due commissions: %w", err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/fraud"
 	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/money"
 )
@@ -66,7 +67,18 @@ type Commission struct {
 	Exchange *Exchange
 	// The companies' names, read for the export (CommissionRows); empty elsewhere.
 	AdvertiserName, AffiliateName string
-	scanned                       exchangeColumns
+	// HeldAt is when a fraud rule put the commission on hold (nil: not held). A held
+	// commission is not approved by the hold days and not paid until the advertiser releases
+	// or rejects it.
+	HeldAt *time.Time
+	// Findings are the fraud rules that fired on it, shadow ones included (docs/fraud.md).
+	Findings []fraud.Finding
+	scanned  exchangeColumns
+}
+
+// Verdict is the commission's fraud verdict.
+func (m Commission) Verdict() fraud.Verdict {
+	return fraud.Verdict{Findings: m.Findings, HeldAt: m.HeldAt}
 }
 
 // TransitionError is a status change the state machine does not allow.
@@ -83,6 +95,9 @@ func (e *TransitionError) Error() string {
 // ErrInPayout: an approved commission gathered in a pending payout cannot be reversed until
 // the payout is canceled or fails.
 var ErrInPayout = errors.New("the commission is in a pending payout")
+
+// ErrHeld: a commission a fraud rule holds is not approved until the advertiser releases it.
+var ErrHeld = errors.New("the commission is on hold: release it first")
 
 // ErrPaidByPayout: commissions become paid only when their payout is marked paid.
 var ErrPaidByPayout = errors.New("a commission becomes paid only through its payout")
@@ -106,12 +121,12 @@ func commissionAmount(ruleType string, ruleValue, amount int64) (int64, error) {
 const commissionColumns = `c.id, c.conversion_id, c.program_id, c.advertiser_id, c.affiliate_id, c.occurred_at,
 	c.amount, c.currency, c.rule_type, c.rule_value, c.status, c.reason, c.hold_until, COALESCE(c.payout_id, ''),
 	c.version, c.created_at, c.updated_at, c.original_amount, c.original_currency, trim_scale(c.exchange_rate)::text, c.rate_date,
-	c.converted_amount`
+	c.converted_amount, c.held_at, ` + fraud.VerdictColumns
 
 func (m *Commission) targets() []any {
 	return []any{&m.ID, &m.ConversionID, &m.ProgramID, &m.AdvertiserID, &m.AffiliateID, &m.OccurredAt, &m.Amount,
 		&m.Currency, &m.RuleType, &m.RuleValue, &m.Status, &m.Reason, &m.HoldUntil, &m.PayoutID, &m.Version,
-		&m.CreatedAt, &m.UpdatedAt, &m.scanned.amount, &m.scanned.currency, &m.scanned.rate, &m.scanned.date, &m.scanned.converted}
+		&m.CreatedAt, &m.UpdatedAt, &m.scanned.amount, &m.scanned.currency, &m.scanned.rate, &m.scanned.date, &m.scanned.converted, &m.HeldAt, &m.Findings}
 }
 
 // utc normalises what targets scanned: times in UTC, the exchange snapshot or nil.
@@ -122,6 +137,13 @@ func (m *Commission) utc() {
 	if m.HoldUntil != nil {
 		h := m.HoldUntil.UTC()
 		m.HoldUntil = &h
+	}
+	if m.HeldAt != nil {
+		h := m.HeldAt.UTC()
+		m.HeldAt = &h
+	}
+	for i := range m.Findings {
+		m.Findings[i].DecidedAt = m.Findings[i].DecidedAt.UTC()
 	}
 }
 
@@ -134,9 +156,14 @@ func move(ctx context.Context, tx pgx.Tx, c *Conversion, to, reason string, now 
 	if to == Reversed && c.Commission.PayoutID != "" {
 		return fmt.Errorf("%w %s: cancel the payout first", ErrInPayout, c.Commission.PayoutID)
 	}
+	if to == Approved && c.Commission.HeldAt != nil {
+		return fmt.Errorf("%w: %s", ErrHeld, c.ID)
+	}
 	m := &c.Commission
-	if err := tx.QueryRow(ctx, `UPDATE commissions SET status = $2, reason = $3, version = version + 1, updated_at = $4
-		WHERE id = $1 RETURNING version`, m.ID, to, reason, now).Scan(&m.Version); err != nil {
+	// Rejecting or reversing ends a hold: the advertiser decided.
+	if err := tx.QueryRow(ctx, `UPDATE commissions SET status = $2, reason = $3, version = version + 1, updated_at = $4,
+		held_at = CASE WHEN $2 IN ('rejected', 'reversed') THEN NULL ELSE held_at END
+		WHERE id = $1 RETURNING version, held_at`, m.ID, to, reason, now).Scan(&m.Version, &m.HeldAt); err != nil {
 		return fmt.Errorf("update commission %s: %w", m.ID, err)
 	}
 	m.Status, m.Reason, m.UpdatedAt = to, reason, now

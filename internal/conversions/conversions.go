@@ -27,6 +27,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/partnerstream/partnerstream/internal/clickid"
+	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/fraud"
 	"github.com/partnerstream/partnerstream/internal/freetext"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/money"
@@ -135,6 +137,10 @@ type NewConversion struct {
 	// program (a postback token belongs to one program).
 	ProgramID string
 	Source    string // empty: api
+	// CustomerEmail is the customer's e-mail address, optional, for the fraud rules: it is
+	// normalised and kept only as a keyed hash (docs/fraud.md), never stored or returned.
+	CustomerEmail string
+	email         *fraud.Email // CustomerEmail, normalised by validate
 }
 
 // Viewer is the company reading: an advertiser sees its programs' conversions, commissions
@@ -198,6 +204,7 @@ type RateFinder interface {
 // Service is the conversions, commissions and payouts store.
 type Service struct {
 	db       *pgxpool.Pool
+	emails   fraud.Hasher
 	clickIDs clickid.Keys
 	rates    RateFinder
 	now      func() time.Time
@@ -215,7 +222,9 @@ func New(db *pgxpool.Pool, o Options) *Service {
 	if o.Rates == nil {
 		o.Rates = rates.New(db, o.Now)
 	}
-	return &Service{db: db, clickIDs: o.ClickIDs, rates: o.Rates, now: func() time.Time { return o.Now().UTC() }, skew: o.FutureSkew}
+	// The customer-e-mail hash is keyed like the visitor hash, from the oldest click-id key:
+	// every replica agrees, and adding a signing key changes no hash.
+	return &Service{db: db, emails: fraud.NewHasher(o.ClickIDs.VisitorKey()), clickIDs: o.ClickIDs, rates: o.Rates, now: func() time.Time { return o.Now().UTC() }, skew: o.FutureSkew}
 }
 
 // Register records a conversion reported by advertiserID and its pending commission. A
@@ -265,39 +274,73 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO conversions (id, program_id, advertiser_id, affiliate_id,
+		var emailHash []byte
+		if in.email != nil {
+			emailHash = s.emails.Hash(*in.email)
+		}
+		rules, err := fraud.ParseStored(t.fraud)
+		if err != nil {
+			return err
+		}
+		// The duplicate rules read the conversions before this one in the insert's own
+		// RETURNING (a statement does not see its own row), sparing registration a round
+		// trip. An exact repeat of the order id in this program is a repeat (the first
+		// conversion answers); what is left is the same id in another case, or in another
+		// program of the advertiser, under another affiliate.
+		order := b2i(rules.Active(fraud.DuplicateOrder, r.exempt))
+		customer := b2i(rules.Active(fraud.DuplicateCustomer, r.exempt) && (c.CustomerID != "" || emailHash != nil))
+		var facts fraud.Facts
+		err = tx.QueryRow(ctx, `INSERT INTO conversions (id, program_id, advertiser_id, affiliate_id,
 			partnership_id, link_id, click_id, promotion_id, sub1, clicked_at, external_id, type, amount,
-			currency, occurred_at, metadata, source, created_at, attribution, coupon_code, customer_id, `+exchangeInsert+`)
+			currency, occurred_at, metadata, source, created_at, attribution, coupon_code, customer_id, customer_email_hash, `+exchangeInsert+`)
 			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-			$22, $23, $24, $25, $26)
-			ON CONFLICT (program_id, external_id) DO NOTHING`,
+			$22, $23, $24, $25, $26, $27)
+			ON CONFLICT (program_id, external_id) DO NOTHING
+			RETURNING `+duplicates[order][customer],
 			append([]any{c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
 				c.Sub1, nullTime(c.ClickedAt), c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source,
-				c.CreatedAt, c.Attribution, c.CouponCode, c.CustomerID}, c.Exchange.values()...)...)
+				c.CreatedAt, c.Attribution, c.CouponCode, c.CustomerID, emailHash}, c.Exchange.values()...)...).
+			Scan(&facts.DuplicateOrder, &facts.DuplicateCustomer)
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
+		switch {
+		case errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22"):
 			// A data exception: the only input not checked field by field is the metadata
 			// (e.g. a number beyond what Postgres numeric holds).
 			return invalid("metadata", "cannot be stored: %s", pgErr.Message)
-		}
-		if err != nil {
-			return fmt.Errorf("insert conversion: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
+		case errors.Is(err, pgx.ErrNoRows):
 			// A concurrent twin committed first (the insert waited for it). Roll back, so that
 			// this request binds no customer, and answer with the twin.
 			return errRepeat
+		case err != nil:
+			return fmt.Errorf("insert conversion: %w", err)
+		}
+		findings, err := s.decide(ctx, tx, rules, r.exempt, c, in.email, facts, now)
+		if err != nil {
+			return err
+		}
+		c.Commission.Findings = findings
+		if fraud.Holds(findings) {
+			c.Commission.HeldAt = &now
 		}
 		m := c.Commission
 		if _, err := tx.Exec(ctx, `INSERT INTO commissions (id, conversion_id, program_id, advertiser_id,
 			affiliate_id, occurred_at, amount, currency, rule_type, rule_value, status, hold_until, version,
-			created_at, updated_at, `+exchangeInsert+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19)`,
+			created_at, updated_at, held_at, `+exchangeInsert+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19, $20)`,
 			append([]any{m.ID, m.ConversionID, m.ProgramID, m.AdvertiserID, m.AffiliateID, m.OccurredAt, m.Amount, m.Currency,
-				m.RuleType, m.RuleValue, m.Status, m.HoldUntil, m.Version, m.CreatedAt}, m.Exchange.values()...)...); err != nil {
+				m.RuleType, m.RuleValue, m.Status, m.HoldUntil, m.Version, m.CreatedAt, m.HeldAt}, m.Exchange.values()...)...); err != nil {
 			return fmt.Errorf("insert commission: %w", err)
 		}
-		return emit(ctx, tx, c, "")
+		if err := fraud.Record(ctx, tx, m.ID, m.Findings); err != nil {
+			return err
+		}
+		if err := emit(ctx, tx, c, ""); err != nil {
+			return err
+		}
+		if m.HeldAt != nil {
+			return emitTypes(ctx, tx, c, "", events.CommissionHeld)
+		}
+		return nil
 	})
 	var inv *InvalidError
 	switch {
@@ -312,8 +355,37 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 	return c, true, nil
 }
 
+// duplicates are what the insert of a conversion returns for the duplicate rules, by whether
+// duplicate_order and duplicate_customer run: the earlier conversion of another affiliate
+// with the same order id, and with the same customer (empty for none). A rule that does not run
+// reads nothing. Four statements rather than one with flags: a flag Postgres can fold away
+// makes it plan the statement anew at every execution. Any earlier conversion will do: an
+// ORDER BY id would tempt the planner to walk the whole primary key in id order when there
+// is none (the common case), which grows with the table.
+var duplicates = func() (out [2][2]string) {
+	const order = `COALESCE((SELECT o.id FROM conversions o WHERE o.advertiser_id = $3 AND lower(o.external_id) = lower($11)
+		AND o.affiliate_id <> $4 LIMIT 1), '')`
+	const customer = `COALESCE((SELECT o.id FROM conversions o WHERE o.program_id = $2 AND o.customer_id = $21 AND $21 <> ''
+		AND o.affiliate_id <> $4 LIMIT 1),
+		(SELECT o.id FROM conversions o WHERE o.program_id = $2 AND o.customer_email_hash = $22
+		AND o.affiliate_id <> $4 LIMIT 1), '')`
+	for i, o := range []string{"''", order} {
+		for j, c := range []string{"''", customer} {
+			out[i][j] = o + ", " + c
+		}
+	}
+	return out
+}()
+
 // errRepeat rolls back a registration whose external id a concurrent twin took.
 var errRepeat = errors.New("repeated external id")
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 func nullTime(t time.Time) *time.Time {
 	if t.IsZero() {
@@ -344,6 +416,14 @@ func (s *Service) validate(in *NewConversion, now time.Time) error {
 		return invalid("customer_id", "%s", customerID)
 	case in.ProgramID != "" && !ids.Valid(ids.Program, in.ProgramID):
 		return invalid("program_id", "must be a program id (prg_...)")
+	}
+	in.email = nil
+	if in.CustomerEmail != "" {
+		e, ok := fraud.ParseEmail(in.CustomerEmail)
+		if !ok {
+			return invalid("customer_email", "must be one e-mail address (name@domain) of at most %d characters", fraud.MaxEmail)
+		}
+		in.email = &e
 	}
 	if in.Type == "" {
 		in.Type = TypeSale

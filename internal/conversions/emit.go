@@ -25,6 +25,15 @@ var statusEvents = map[string]string{
 // for a new conversion) into the outbox, in the caller's transaction, keyed by the
 // conversion id so that one conversion's events stay in order.
 func emit(ctx context.Context, tx pgx.Tx, c Conversion, previous string) error {
+	types := []string{events.CommissionStatusChanged}
+	if e, ok := statusEvents[c.Commission.Status]; ok {
+		types = []string{e, events.CommissionStatusChanged}
+	}
+	return emitTypes(ctx, tx, c, previous, types...)
+}
+
+// emitTypes writes events of the given types for c, each with c's data.
+func emitTypes(ctx context.Context, tx pgx.Tx, c Conversion, previous string, types ...string) error {
 	m := c.Commission
 	d := events.ConversionData{
 		ID: c.ID, Type: c.Type, Amount: money.Format(c.Amount, c.Currency), Status: m.Status, PreviousStatus: previous,
@@ -37,13 +46,10 @@ func emit(ctx context.Context, tx pgx.Tx, c Conversion, previous string) error {
 		d.OriginalAmount, d.OriginalCurrency = money.Format(e.OriginalAmount, e.OriginalCurrency), e.OriginalCurrency
 		d.ExchangeRate, d.RateDate = e.Rate, e.RateDate.Format(time.DateOnly)
 	}
+	d.Risk = risk(m)
 	data, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("encode event data: %w", err)
-	}
-	types := []string{events.CommissionStatusChanged}
-	if e, ok := statusEvents[m.Status]; ok {
-		types = []string{e, events.CommissionStatusChanged}
 	}
 	for _, typ := range types {
 		if _, err := outbox.Write(ctx, tx, c.ID, events.Envelope{Type: typ, OccurredAt: m.UpdatedAt,
@@ -52,4 +58,17 @@ func emit(ctx context.Context, tx pgx.Tx, c Conversion, previous string) error {
 		}
 	}
 	return nil
+}
+
+// risk is the verdict receivers see: the acting findings and the hold; nil when nothing acts.
+func risk(m Commission) *events.Risk {
+	acting := m.Verdict().Acting()
+	if len(acting) == 0 && m.HeldAt == nil {
+		return nil
+	}
+	r := &events.Risk{Held: m.HeldAt != nil, Reasons: make([]events.Reason, len(acting))}
+	for i, f := range acting {
+		r.Reasons[i] = events.Reason{Code: f.Code, Action: f.Action, Value: f.Observed}
+	}
+	return r
 }

@@ -84,10 +84,11 @@ func (s *Service) CreatePayout(ctx context.Context, advertiserID string, in NewP
 	p := Payout{ID: ids.New(ids.Payout), AdvertiserID: advertiserID, AffiliateID: in.AffiliateID, Currency: in.Currency,
 		PeriodStart: in.PeriodStart.UTC(), PeriodEnd: in.PeriodEnd.UTC(), Status: PayoutPending, CreatedAt: now, UpdatedAt: now}
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		// FOR UPDATE makes a concurrent creation wait, then re-check payout_id IS NULL.
+		// FOR UPDATE makes a concurrent creation wait, then re-check payout_id IS NULL. A
+		// commission a fraud rule holds is skipped until its release.
 		rows, err := tx.Query(ctx, `SELECT id, amount FROM commissions
 			WHERE advertiser_id = $1 AND affiliate_id = $2 AND currency = $3 AND status = 'approved'
-			  AND payout_id IS NULL AND occurred_at >= $4 AND occurred_at < $5
+			  AND payout_id IS NULL AND held_at IS NULL AND occurred_at >= $4 AND occurred_at < $5
 			ORDER BY id FOR UPDATE`, advertiserID, in.AffiliateID, in.Currency, p.PeriodStart, p.PeriodEnd)
 		if err != nil {
 			return fmt.Errorf("read payable commissions: %w", err)

@@ -166,7 +166,7 @@ func (b *browser) signInWith(cookies []*network.Cookie) {
 	b.t.Helper()
 	b.run(network.ClearBrowserCookies(), chromedp.ActionFunc(func(ctx context.Context) error {
 		for _, c := range cookies {
-			if err := network.SetCookie(c.Name, c.Value).WithURL(b.base+c.Path).WithPath(c.Path).WithHTTPOnly(c.HTTPOnly).Do(ctx); err != nil {
+			if err := network.SetCookie(c.Name, c.Value).WithURL(b.base + c.Path).WithPath(c.Path).WithHTTPOnly(c.HTTPOnly).Do(ctx); err != nil {
 				return err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -191,7 +192,8 @@ RETURNING kind`,
 }
 
 // targetsOf lists the deliveries of the events: the webhooks of both companies subscribed
-// to each event's type and, for commission.status_changed, both companies' postback URLs.
+// to each event's type and, for the postback types (events.PostbackTypes), both companies'
+// postback URLs.
 func (s *Service) targetsOf(ctx context.Context, envs []events.Envelope) ([]newDelivery, error) {
 	var out []newDelivery
 	postbackURLs := map[string]string{} // by company, "" for none: one lookup per batch
@@ -211,7 +213,7 @@ func (s *Service) targetsOf(ctx context.Context, envs []events.Envelope) ([]newD
 					add(KindWebhook, t.ID, t.URL)
 				}
 			}
-			if e.Type != events.CommissionStatusChanged || s.o.Postbacks == nil {
+			if !slices.Contains(events.PostbackTypes, e.Type) || s.o.Postbacks == nil {
 				continue
 			}
 			url, seen := postbackURLs[company]

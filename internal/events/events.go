@@ -17,10 +17,20 @@ const (
 	ConversionRejected      = "conversion.rejected"
 	PartnershipCreated      = "partnership.created"
 	CommissionStatusChanged = "commission.status_changed"
+	// CommissionHeld: a fraud rule put the commission on hold (its status does not change).
+	CommissionHeld = "commission.held"
+	// CommissionReleased: the advertiser released a held commission; it goes back to the
+	// normal flow.
+	CommissionReleased = "commission.released"
 )
 
 // Types lists every domain event type.
-var Types = []string{ConversionCreated, ConversionApproved, ConversionRejected, PartnershipCreated, CommissionStatusChanged}
+var Types = []string{ConversionCreated, ConversionApproved, ConversionRejected, PartnershipCreated, CommissionStatusChanged,
+	CommissionHeld, CommissionReleased}
+
+// PostbackTypes are the events postback URLs receive: every status change, and the hold and
+// release that carry the reason codes.
+var PostbackTypes = []string{CommissionStatusChanged, CommissionHeld, CommissionReleased}
 
 // ClickArrived is no domain event: ingest publishes it on partnerstream.events, keyed by the
 // conversion id, when the click of a conversion it wrote without the click reaches ClickHouse,
@@ -103,6 +113,35 @@ type ConversionData struct {
 	OriginalCurrency string `json:"original_currency,omitempty"`
 	ExchangeRate     string `json:"exchange_rate,omitempty"`
 	RateDate         string `json:"rate_date,omitempty"` // YYYY-MM-DD
+	// Risk is the conversion's fraud verdict: absent when no rule fired (docs/fraud.md).
+	Risk *Risk `json:"risk,omitempty"`
+}
+
+// Risk is a conversion's fraud verdict as receivers see it: whether its commission is on hold
+// and each rule that fired (shadow rules never show).
+type Risk struct {
+	Held    bool     `json:"held"`
+	Reasons []Reason `json:"reasons"`
+}
+
+// Reason is one rule that fired: its reason code, its action (flag or hold) and the value
+// it observed.
+type Reason struct {
+	Code   string `json:"code"`
+	Action string `json:"action"`
+	Value  string `json:"value"`
+}
+
+// ReasonCodes lists the codes of r, in order; none for nil.
+func (r *Risk) ReasonCodes() []string {
+	if r == nil {
+		return nil
+	}
+	out := make([]string, len(r.Reasons))
+	for i, x := range r.Reasons {
+		out[i] = x.Code
+	}
+	return out
 }
 
 // PartnershipData is the `data` object of partnership.created, as webhook receivers see it:

@@ -17,6 +17,8 @@ var sampleStatuses = map[string][2]string{
 	ConversionRejected:      {CommissionRejected, ""},
 	CommissionStatusChanged: {CommissionApproved, CommissionPending},
 	PartnershipCreated:      {"pending", ""}, // a partnership's status
+	CommissionHeld:          {CommissionPending, ""},
+	CommissionReleased:      {CommissionPending, ""},
 }
 
 // SampleTypes lists, sorted, the event types Sample makes.
@@ -55,6 +57,11 @@ func Sample(eventType, companyID string, affiliate bool, now time.Time) (e Envel
 		Currency: currency, CommissionID: ids.New(ids.Commission), CommissionAmount: money.Format(425, currency),
 		ProgramID: program, AffiliateID: aff, AdvertiserID: adv, LinkID: ids.New(ids.Link), ClickID: ids.New(ids.Click),
 		ExternalID: "order-1001", OccurredAt: now.Add(-time.Minute).UTC().Truncate(time.Second), Version: version, Attribution: "click",
+	}
+	if eventType == CommissionHeld || eventType == CommissionReleased {
+		d := data.(ConversionData)
+		d.Risk = &Risk{Held: eventType == CommissionHeld, Reasons: []Reason{{Code: "conversion_too_fast", Action: "hold", Value: "2s"}}}
+		data = d
 	}
 	if eventType == PartnershipCreated {
 		data = PartnershipData{ID: ids.New(ids.Partnership), Type: "partnership", Amount: money.Format(0, currency),

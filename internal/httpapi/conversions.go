@@ -27,6 +27,7 @@ type ConversionService interface {
 	ChangeStatus(ctx context.Context, advertiserID, conversionID, to, reason string) (conversions.Conversion, error)
 	ApproveMany(ctx context.Context, advertiserID string, conversionIDs []string) ([]conversions.Conversion, error)
 	RejectMany(ctx context.Context, advertiserID string, conversionIDs []string, reason string) ([]conversions.Conversion, error)
+	Release(ctx context.Context, advertiserID string, conversionIDs []string) ([]conversions.Conversion, error)
 }
 
 // MountConversions adds the conversion and commission routes: registering, reading and
@@ -44,8 +45,9 @@ func (s *Server) MountConversions(svc ConversionService) {
 	s.app.Post("/api/conversions", advertiserOnly, s.Idempotent(h.register))
 	s.app.Get("/api/conversions/:id", h.get)
 	s.app.Get("/api/commissions", h.commissions)
-	s.app.Post("/api/conversions/approve", advertiserOnly, s.Idempotent(h.approveMany))
+	s.app.Post("/api/conversions/approve", advertiserOnly, s.Idempotent(h.bulkIDs(ConversionService.ApproveMany)))
 	s.app.Post("/api/conversions/reject", advertiserOnly, s.Idempotent(h.rejectMany))
+	s.app.Post("/api/conversions/release", advertiserOnly, s.Idempotent(h.bulkIDs(ConversionService.Release)))
 	for action, to := range map[string]string{"approve": conversions.Approved, "reject": conversions.Rejected, "reverse": conversions.Reversed} {
 		s.app.Post("/api/v1/conversions/:id/"+action, advertiserOnly, s.Idempotent(h.changeStatus(to)))
 		s.app.Post("/api/conversions/:id/"+action, advertiserOnly, s.Idempotent(h.changeStatus(to)))
@@ -143,15 +145,18 @@ func (h conversionHandlers) changeStatus(to string) fiber.Handler {
 	}
 }
 
-func (h conversionHandlers) approveMany(c *fiber.Ctx) error {
-	var in struct {
-		IDs []string `json:"ids"`
+// bulkIDs is a bulk route whose body is only {"ids": [...]}: approval and release.
+func (h conversionHandlers) bulkIDs(decide func(ConversionService, context.Context, string, []string) ([]conversions.Conversion, error)) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var in struct {
+			IDs []string `json:"ids"`
+		}
+		if err := DecodeJSON(c, &in); err != nil {
+			return err
+		}
+		list, err := decide(h.svc, c.UserContext(), Caller(c).CompanyID, in.IDs)
+		return bulkDecision(c, list, err)
 	}
-	if err := DecodeJSON(c, &in); err != nil {
-		return err
-	}
-	list, err := h.svc.ApproveMany(c.UserContext(), Caller(c).CompanyID, in.IDs)
-	return bulkDecision(c, list, err)
 }
 
 func (h conversionHandlers) rejectMany(c *fiber.Ctx) error {
@@ -196,6 +201,8 @@ type conversionInput struct {
 	Currency   string          `json:"currency"`
 	OccurredAt string          `json:"occurred_at"`
 	Metadata   json.RawMessage `json:"metadata"`
+	// CustomerEmail feeds the fraud rules; it is kept only as a keyed hash, never shown.
+	CustomerEmail string `json:"customer_email"`
 }
 
 func (in conversionInput) toNew() (conversions.NewConversion, error) {
@@ -208,7 +215,8 @@ func (in conversionInput) toNew() (conversions.NewConversion, error) {
 		meta = nil
 	}
 	return conversions.NewConversion{ClickID: in.ClickID, CouponCode: in.CouponCode, CustomerID: in.CustomerID, ProgramID: in.ProgramID,
-		ExternalID: in.ExternalID, Type: in.Type, Amount: string(in.Amount), Currency: in.Currency, OccurredAt: at, Metadata: meta}, nil
+		ExternalID: in.ExternalID, Type: in.Type, Amount: string(in.Amount), Currency: in.Currency, OccurredAt: at, Metadata: meta,
+		CustomerEmail: in.CustomerEmail}, nil
 }
 
 // decimalInput takes an amount as a decimal string ("42.50") or a JSON number (42.5), keeping
@@ -291,6 +299,8 @@ type conversionJSON struct {
 	Attribution string  `json:"attribution"`
 	CouponCode  *string `json:"coupon_code"`
 	CustomerID  *string `json:"customer_id"`
+	// Risk is the fraud verdict (docs/fraud.md).
+	Risk riskJSON `json:"risk"`
 }
 
 // exchangeJSON is the exchange snapshot of a conversion reported in another currency, on the
@@ -340,7 +350,8 @@ func conversionView(c conversions.Conversion, metadata bool) conversionJSON {
 		Sub1: c.Sub1, ExternalID: c.ExternalID, Type: c.Type, Amount: money.Format(c.Amount, c.Currency),
 		Currency: c.Currency, OccurredAt: c.OccurredAt, Source: c.Source, CreatedAt: c.CreatedAt, exchangeJSON: exchangeView(c.Exchange, c.Currency),
 		Commission:  commissionView(c.Commission),
-		Attribution: c.Attribution, CouponCode: conversionsNull(c.CouponCode), CustomerID: conversionsNull(c.CustomerID)}
+		Attribution: c.Attribution, CouponCode: conversionsNull(c.CouponCode), CustomerID: conversionsNull(c.CustomerID),
+		Risk: riskView(c.Commission.Verdict(), metadata)}
 	if !c.ClickedAt.IsZero() {
 		v.ClickedAt = &c.ClickedAt
 	}
@@ -392,9 +403,9 @@ func conversionsProblem(c *fiber.Ctx, err error) error {
 		for i, f := range bulk.Failures {
 			failures[i] = bulkFailureJSON{ID: f.ID, Code: f.Code, Status: f.Status, Allowed: f.Allowed}
 		}
-		code := "bulk_approval_failed"
-		if bulk.To == conversions.Rejected {
-			code = "bulk_rejection_failed"
+		code := map[string]string{conversions.Rejected: "bulk_rejection_failed", conversions.Released: "bulk_release_failed"}[bulk.To]
+		if code == "" {
+			code = "bulk_approval_failed"
 		}
 		return NewProblem(fiber.StatusConflict, code, bulk.Error()).With("failures", failures)
 	case errors.Is(err, conversions.ErrNotFound):
@@ -419,6 +430,8 @@ func conversionsProblem(c *fiber.Ctx, err error) error {
 		return NewProblem(fiber.StatusServiceUnavailable, "attribution_unavailable", "the click's link cannot be read right now: retry shortly")
 	case errors.Is(err, conversions.ErrInPayout):
 		return NewProblem(fiber.StatusConflict, "commission_in_payout", "the commission is in a pending payout: cancel the payout (or mark it failed) first")
+	case errors.Is(err, conversions.ErrHeld):
+		return NewProblem(fiber.StatusConflict, "commission_held", "a fraud rule holds the commission: release it (POST /api/conversions/release) or reject it")
 	case errors.Is(err, conversions.ErrPaidByPayout):
 		return NewProblem(fiber.StatusConflict, "invalid_transition", "a commission becomes paid only when its payout is marked paid")
 	case errors.Is(err, conversions.ErrNoCommissions):

@@ -85,6 +85,7 @@ func everyArea() *httpapi.Server {
 	srv.MountTracking(nil, nil, httpapi.TrackingOptions{})
 	srv.MountConversions(nil)
 	srv.MountPayouts(nil)
+	srv.MountFraud(nil)
 	srv.MountRates(nil, httpapi.RatesOptions{})
 	srv.MountConversionPostback(nil)
 	srv.MountStats(nil)

@@ -22,11 +22,13 @@ var placeholders = map[string]func(d *events.ConversionData) string{
 	"external_id":   func(d *events.ConversionData) string { return d.ExternalID },
 	"program_id":    func(d *events.ConversionData) string { return d.ProgramID },
 	"affiliate_id":  func(d *events.ConversionData) string { return d.AffiliateID },
+	// reason_codes are the fraud rules that fired, comma-separated (docs/fraud.md).
+	"reason_codes": func(d *events.ConversionData) string { return strings.Join(d.Risk.ReasonCodes(), ",") },
 }
 
 // Placeholders lists the names a postback URL may use, in the order the docs give them.
 var Placeholders = []string{"click_id", "sub1", "amount", "commission", "currency", "status", "conversion_id",
-	"external_id", "program_id", "affiliate_id"}
+	"external_id", "program_id", "affiliate_id", "reason_codes"}
 
 // checkPlaceholders refuses braces that are not a known placeholder, and placeholders outside
 // the path and query: a value must never choose the host a postback goes to.

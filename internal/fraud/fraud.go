@@ -1,0 +1,382 @@
+// Package fraud holds the fraud rules: their catalogue and reason codes, each program's
+// settings of them (on or off, flag or hold, shadow, parameters) with the partnerships a rule
+// is switched off for, and the decision of the rules that need nothing but the conversion and
+// Postgres (docs/fraud.md). The conversions package asks for that decision inside the
+// transaction that registers a conversion, and records what fired beside its commission.
+//
+// A rule decides at a stage: StageRegistration rules decide when the conversion is
+// registered; StageClick rules (a later slice: the click's country, network, referrer...)
+// decide once ingest knows the click, adding verdicts to the commission that exists by then.
+// Both write the same verdict rows, so a commission's risk reads alike whichever stage found it.
+package fraud
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Reason codes of the rules built so far (docs/fraud.md lists the later ones too).
+const (
+	ConversionTooFast = "conversion_too_fast"
+	ConversionTooSlow = "conversion_too_slow"
+	SelfReferral      = "self_referral"
+	DisposableEmail   = "disposable_email"
+	DuplicateOrder    = "duplicate_order"
+	DuplicateCustomer = "duplicate_customer"
+)
+
+// Actions of a rule that fired.
+const (
+	// ActionFlag shows the verdict and changes nothing else.
+	ActionFlag = "flag"
+	// ActionHold puts the commission on hold: never approved by the hold days, never paid,
+	// until the advertiser releases or rejects it.
+	ActionHold = "hold"
+)
+
+// Actions lists them.
+var Actions = []string{ActionFlag, ActionHold}
+
+// Stages at which rules decide.
+const (
+	StageRegistration = "registration"
+	StageClick        = "click"
+)
+
+// Param kinds.
+const (
+	kindSeconds = "seconds"
+	kindDomains = "domains"
+)
+
+// Param is a parameter a rule takes: a whole number of seconds in [Min, Max], or a list of at
+// most MaxItems domains.
+type Param struct {
+	Name     string
+	Kind     string
+	Min, Max int64
+	MaxItems int
+	// Default of a seconds parameter (a domains list defaults to empty).
+	Default int64
+}
+
+// Rule is one entry of the catalogue.
+type Rule struct {
+	Code   string
+	Stage  string
+	Params []Param
+	// The setting of a program that never configured the rule (its costs: docs/fraud.md).
+	Default Setting
+}
+
+// MaxListDomains bounds a rule's list of domains.
+const MaxListDomains = 500
+
+// MaxMinSeconds is the largest minimum click-to-conversion time: an hour is already far
+// beyond any checkout a bot would skip.
+const MaxMinSeconds = 3600
+
+// MaxMaxSeconds is the largest maximum click-to-conversion time: the longest attribution
+// window a program may have (365 days).
+const MaxMaxSeconds = 365 * 24 * 3600
+
+// Catalogue lists the rules in the order the docs give them.
+var Catalogue = []Rule{
+	{Code: ConversionTooFast, Stage: StageRegistration,
+		Params:  []Param{{Name: "min_seconds", Kind: kindSeconds, Min: 1, Max: MaxMinSeconds, Default: 10}},
+		Default: Setting{Enabled: true, Action: ActionFlag}},
+	{Code: ConversionTooSlow, Stage: StageRegistration,
+		Params:  []Param{{Name: "max_seconds", Kind: kindSeconds, Min: 60, Max: MaxMaxSeconds, Default: 30 * 24 * 3600}},
+		Default: Setting{Enabled: false, Action: ActionFlag}},
+	{Code: SelfReferral, Stage: StageRegistration,
+		Default: Setting{Enabled: true, Action: ActionHold}},
+	{Code: DisposableEmail, Stage: StageRegistration,
+		Params:  []Param{{Name: "extra_domains", Kind: kindDomains, MaxItems: MaxListDomains}},
+		Default: Setting{Enabled: true, Action: ActionFlag}},
+	{Code: DuplicateOrder, Stage: StageRegistration,
+		Default: Setting{Enabled: true, Action: ActionFlag}},
+	{Code: DuplicateCustomer, Stage: StageRegistration,
+		Default: Setting{Enabled: true, Action: ActionFlag}},
+}
+
+// Codes lists the reason codes of the catalogue.
+func Codes() []string {
+	out := make([]string, len(Catalogue))
+	for i, r := range Catalogue {
+		out[i] = r.Code
+	}
+	return out
+}
+
+// Lookup returns the rule of a code.
+func Lookup(code string) (Rule, bool) {
+	i := slices.IndexFunc(Catalogue, func(r Rule) bool { return r.Code == code })
+	if i < 0 {
+		return Rule{}, false
+	}
+	return Catalogue[i], true
+}
+
+// Setting is how a program runs one rule.
+type Setting struct {
+	Enabled bool   `json:"enabled"`
+	Action  string `json:"action"`
+	// Shadow decides and records, and never acts: its verdicts are kept apart and change
+	// nothing (no hold, nothing in webhooks).
+	Shadow bool `json:"shadow"`
+	// Seconds parameters by name; Domains lists by name.
+	Seconds map[string]int64    `json:"seconds,omitempty"`
+	Domains map[string][]string `json:"domains,omitempty"`
+}
+
+// Settings are a program's settings of every rule of the catalogue.
+type Settings map[string]Setting
+
+// Defaults are the settings of a program that never configured its rules.
+func Defaults() Settings {
+	out := make(Settings, len(Catalogue))
+	for _, r := range Catalogue {
+		s := r.Default
+		for _, p := range r.Params {
+			if p.Kind == kindSeconds {
+				if s.Seconds == nil {
+					s.Seconds = map[string]int64{}
+				}
+				s.Seconds[p.Name] = p.Default
+			}
+		}
+		out[r.Code] = s
+	}
+	return out
+}
+
+// Merge lays stored over the defaults: a code the program never configured, or a parameter
+// added to a rule after it was saved, takes its default. Codes no longer in the catalogue are
+// dropped.
+func Merge(stored Settings) Settings {
+	out := Defaults()
+	for code, s := range stored {
+		d, ok := out[code]
+		if !ok {
+			continue
+		}
+		for name, v := range d.Seconds {
+			if _, set := s.Seconds[name]; !set {
+				if s.Seconds == nil {
+					s.Seconds = map[string]int64{}
+				}
+				s.Seconds[name] = v
+			}
+		}
+		out[code] = s
+	}
+	return out
+}
+
+// Active reports whether a rule runs for a partnership: enabled and not switched off for it.
+func (s Settings) Active(code string, exempt []string) bool {
+	return s[code].Enabled && !slices.Contains(exempt, code)
+}
+
+// FieldError is a setting that fails validation, naming the field ("rules.<code>.params.<name>").
+type FieldError struct{ Field, Message string }
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// ValidationError lists every invalid field of a change.
+type ValidationError struct{ Fields []FieldError }
+
+func (e *ValidationError) Error() string {
+	msgs := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		msgs[i] = f.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Change is a change of one rule's setting: the fields given replace the current ones.
+type Change struct {
+	Enabled *bool
+	Action  *string
+	Shadow  *bool
+	// Params by name: a number of seconds (int64) or a list of domains ([]string); any other
+	// value is refused.
+	Params map[string]any
+}
+
+// Apply validates changes (by code) and applies them to current, returning the new settings;
+// a *ValidationError names every invalid field.
+func Apply(current Settings, changes map[string]Change) (Settings, error) {
+	out := make(Settings, len(current))
+	for code, s := range current {
+		out[code] = s.clone()
+	}
+	var errs []FieldError
+	codes := make([]string, 0, len(changes))
+	for code := range changes {
+		codes = append(codes, code)
+	}
+	sort.Strings(codes)
+	for _, code := range codes {
+		ch := changes[code]
+		field := "rules." + code
+		r, ok := Lookup(code)
+		if !ok {
+			errs = append(errs, FieldError{Field: field, Message: "is not a reason code; known: " + strings.Join(Codes(), ", ")})
+			continue
+		}
+		s := out[code]
+		if ch.Enabled != nil {
+			s.Enabled = *ch.Enabled
+		}
+		if ch.Shadow != nil {
+			s.Shadow = *ch.Shadow
+		}
+		if ch.Action != nil {
+			if !slices.Contains(Actions, *ch.Action) {
+				errs = append(errs, FieldError{Field: field + ".action", Message: "must be one of " + strings.Join(Actions, ", ")})
+			} else {
+				s.Action = *ch.Action
+			}
+		}
+		names := make([]string, 0, len(ch.Params))
+		for name := range ch.Params {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if err := setParam(&s, r, name, ch.Params[name]); err != nil {
+				errs = append(errs, FieldError{Field: field + ".params." + name, Message: err.Error()})
+			}
+		}
+		out[code] = s
+	}
+	if errs != nil {
+		return nil, &ValidationError{Fields: errs}
+	}
+	return out, nil
+}
+
+func setParam(s *Setting, r Rule, name string, v any) error {
+	i := slices.IndexFunc(r.Params, func(p Param) bool { return p.Name == name })
+	if i < 0 {
+		if len(r.Params) == 0 {
+			return errors.New("is not a parameter: the rule takes none")
+		}
+		known := make([]string, len(r.Params))
+		for j, p := range r.Params {
+			known[j] = p.Name
+		}
+		return fmt.Errorf("is not a parameter of the rule; it takes %s", strings.Join(known, ", "))
+	}
+	p := r.Params[i]
+	switch p.Kind {
+	case kindSeconds:
+		n, ok := v.(int64)
+		if !ok || n < p.Min || n > p.Max {
+			return fmt.Errorf("must be a whole number of seconds from %d to %d", p.Min, p.Max)
+		}
+		if s.Seconds == nil {
+			s.Seconds = map[string]int64{}
+		}
+		s.Seconds[name] = n
+	case kindDomains:
+		list, ok := v.([]string)
+		if !ok {
+			return errors.New("must be a list of domains")
+		}
+		if len(list) > p.MaxItems {
+			return fmt.Errorf("must hold at most %d domains, has %d", p.MaxItems, len(list))
+		}
+		clean := make([]string, 0, len(list))
+		for _, d := range list {
+			d = strings.ToLower(strings.TrimSpace(d))
+			if !validDomain(d) {
+				return fmt.Errorf("%q is not a domain name", d)
+			}
+			if !slices.Contains(clean, d) {
+				clean = append(clean, d)
+			}
+		}
+		if s.Domains == nil {
+			s.Domains = map[string][]string{}
+		}
+		s.Domains[name] = clean
+	}
+	return nil
+}
+
+func (s Setting) clone() Setting {
+	c := s
+	if s.Seconds != nil {
+		c.Seconds = make(map[string]int64, len(s.Seconds))
+		for k, v := range s.Seconds {
+			c.Seconds[k] = v
+		}
+	}
+	if s.Domains != nil {
+		c.Domains = make(map[string][]string, len(s.Domains))
+		for k, v := range s.Domains {
+			c.Domains[k] = slices.Clone(v)
+		}
+	}
+	return c
+}
+
+// validDomain accepts a lower-case host name of labels of letters, digits and '-', with a dot.
+func validDomain(d string) bool {
+	if len(d) < 3 || len(d) > 253 || !strings.Contains(d, ".") {
+		return false
+	}
+	for _, label := range strings.Split(d, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Finding is one rule that fired on a commission.
+type Finding struct {
+	Code   string `json:"code"`
+	Action string `json:"action"`
+	// Observed is the value that made the rule fire (seconds from click to conversion, the
+	// earlier conversion, which of the affiliate's addresses matched): never a customer's
+	// e-mail address.
+	Observed  string    `json:"observed"`
+	Shadow    bool      `json:"shadow"`
+	Stage     string    `json:"stage"`
+	DecidedAt time.Time `json:"decided_at"`
+}
+
+// Verdict is a commission's risk: every finding, and whether the commission is on hold.
+type Verdict struct {
+	Findings []Finding
+	// HeldAt is when the commission was put on hold; nil when it is not held.
+	HeldAt *time.Time
+}
+
+// Acting are the findings that act (not shadow).
+func (v Verdict) Acting() []Finding {
+	var out []Finding
+	for _, f := range v.Findings {
+		if !f.Shadow {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Holds reports whether any acting finding holds the commission.
+func Holds(fs []Finding) bool {
+	return slices.ContainsFunc(fs, func(f Finding) bool { return !f.Shadow && f.Action == ActionHold })
+}
