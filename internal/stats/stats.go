@@ -443,6 +443,13 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		lo = lo.AddDate(0, 0, 1)
 	}
 	aligned := lo.Equal(start) && hi.Equal(end)
+	if p.GroupBy == Day {
+		// London's range of January to December starts and ends on UTC midnights, not its
+		// summer days.
+		for _, b := range p.buckets() {
+			aligned = aligned && b.start.Equal(utcDay(b.start))
+		}
+	}
 	if p.GroupBy == Day && !aligned || p.GroupBy == Hour {
 		if p.GroupBy == Day {
 			g = groupings[Hour]
