@@ -466,9 +466,6 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		pl.convs = source{s.db + "." + g.convsTable + " WHERE " + cond, args}
 		return pl, nil
 	}
-	if aligned {
-		lo, hi = p.From, p.To.AddDate(0, 0, 1)
-	}
 	// The whole UTC days [lo, hi) from the rollups, the rest [start, end) from the raw rows.
 	var edges [][2]time.Time
 	switch {
