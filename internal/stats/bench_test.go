@@ -57,6 +57,11 @@ func BenchmarkStats30Days(b *testing.B) {
 		for _, g := range []stats.GroupBy{stats.Day, stats.Hour, stats.Link, stats.Sub1} {
 			b.Run(state+"/"+benchZone+"/"+string(g), func(b *testing.B) { benchQuery(b, q, g, benchZone) })
 		}
+		// The same in pairs, UTC then the zone, so that a shared machine's load weighs on
+		// both alike: the ratio is the figure to compare across runs.
+		for _, g := range []stats.GroupBy{stats.Day, stats.Hour, stats.Link, stats.Sub1} {
+			b.Run(state+"/paired/"+string(g), func(b *testing.B) { benchPaired(b, q, g) })
+		}
 	}
 }
 
@@ -92,6 +97,31 @@ func benchQuery(b *testing.B, q *stats.Service, g stats.GroupBy, tz string) {
 	b.ReportMetric(float64(p95.Microseconds())/1000, "p95-ms")
 	b.ReportMetric(float64(len(rows)), "rows")
 	b.Logf("%s %s: %d rows over %d clicks; p50 %s, p95 %s", g, tz, len(rows), total.Clicks, p50, p95)
+}
+
+func benchPaired(b *testing.B, q *stats.Service, g stats.GroupBy) {
+	ctx := context.Background()
+	scope := stats.Scope{CompanyID: "co_bench", Kind: identity.Advertiser}
+	var latencies [2][]time.Duration
+	b.ResetTimer()
+	for range b.N {
+		for i, tz := range []string{"", benchZone} {
+			t := time.Now()
+			if _, err := q.Query(ctx, scope, stats.Params{From: benchFrom, To: benchFrom.AddDate(0, 0, 29), GroupBy: g, TZ: tz}); err != nil {
+				b.Fatal(err)
+			}
+			latencies[i] = append(latencies[i], time.Since(t))
+		}
+	}
+	b.StopTimer()
+	var p50, p95 [2]time.Duration
+	for i := range latencies {
+		slices.Sort(latencies[i])
+		p50[i], p95[i] = latencies[i][len(latencies[i])/2], latencies[i][len(latencies[i])*95/100]
+	}
+	b.ReportMetric(float64(p50[1])/float64(p50[0]), "p50-ratio")
+	b.ReportMetric(float64(p95[1])/float64(p95[0]), "p95-ratio")
+	b.Logf("%s: UTC p50 %s p95 %s; %s p50 %s p95 %s", g, p50[0], p95[0], benchZone, p50[1], p95[1])
 }
 
 // settle waits for the merges the bulk insert set off: they would take both cores of a small
