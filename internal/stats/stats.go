@@ -387,13 +387,16 @@ var rollupColumns = map[string]string{
 	"conversions_daily_attribution": "program_id, affiliate_id, attribution",
 }
 
-// The figures of a daily rollup's rows, and the same read from one raw click or conversion
-// change (summed as the materialized views sum them).
+// The figures of a daily rollup's rows, and the same summed from raw clicks or conversion
+// changes as the materialized views sum them (by the rollup's columns and rawGroup: the raw
+// rows are summed before the union, which then adds thousands of rows rather than a day's
+// clicks).
 const (
 	clickSums      = "clicks, unique_clicks"
-	rawClickSums   = "toUInt64(1) AS clicks, toUInt64(is_duplicate = 0) AS unique_clicks"
+	rawClickSums   = "count() AS clicks, countIf(is_duplicate = 0) AS unique_clicks"
 	convSums       = "currency, status, conversions, sale_amount, commission"
-	rawConvSums    = "currency, status, toInt64(sign) AS conversions, toDecimal128(sign * amount, 0) AS sale_amount, toDecimal128(sign * commission, 0) AS commission"
+	rawConvSums    = "currency, status, sum(toInt64(sign)) AS conversions, sum(toDecimal128(sign * amount, 0)) AS sale_amount, sum(toDecimal128(sign * commission, 0)) AS commission"
+	rawConvGroup   = ", currency, status"
 	quarterlyScope = "company_id"
 )
 
@@ -486,7 +489,7 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		cond, args = inCurrency(cond, args, currency)
 		return s.db + "." + table + " WHERE " + cond, args
 	}
-	src := func(table, sums, raw, rawSums, rawCond, currency string) source {
+	src := func(table, sums, raw, rawSums, rawCond, rawGroup, currency string) source {
 		if len(edges) == 0 {
 			from, args := daily(table, currency)
 			return source{from, args}
@@ -516,14 +519,15 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		cond += " AND toDate(occurred_at) IN (" + strings.Join(days, ", ") + ") AND (" + strings.Join(times, " OR ") + ")" + rawCond
 		cond, rawArgs = p.inProgram(cond, rawArgs)
 		cond, rawArgs = inCurrency(cond, rawArgs, currency)
-		parts = append(parts, "SELECT "+rollupColumns[table]+", "+rawSums+" FROM "+s.db+"."+raw+" WHERE "+cond)
+		parts = append(parts, "SELECT "+rollupColumns[table]+", "+rawSums+" FROM "+s.db+"."+raw+" WHERE "+cond+
+			" GROUP BY "+rollupColumns[table]+rawGroup)
 		return source{"(" + strings.Join(parts, " UNION ALL ") + ")", append(args, rawArgs...)}
 	}
 	if g.clicksTable != "" {
-		pl.clicks = src(g.clicksTable, clickSums, "clicks", rawClickSums, " AND is_bot = 0", "")
+		pl.clicks = src(g.clicksTable, clickSums, "clicks", rawClickSums, " AND is_bot = 0", "", "")
 	}
-	pl.convs = src(g.convsTable, convSums, "conversion_changes", rawConvSums, "", p.Currency)
-	pl.convsAll = src(g.convsTable, convSums, "conversion_changes", rawConvSums, "", "")
+	pl.convs = src(g.convsTable, convSums, "conversion_changes", rawConvSums, "", rawConvGroup, p.Currency)
+	pl.convsAll = src(g.convsTable, convSums, "conversion_changes", rawConvSums, "", rawConvGroup, "")
 	return pl, nil
 }
 
