@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -134,6 +135,9 @@ func (r *WebhookReconciler) reconcile(ctx context.Context, obj *v1alpha1.Webhook
 	if err := r.ensureLabels(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.clearSuspendedReason(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
 	secret, keys, err := r.ensureSecret(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -210,6 +214,22 @@ func (r *WebhookReconciler) ensureLabels(ctx context.Context, obj *v1alpha1.Webh
 	status := obj.Status // Patch overwrites obj with the server's copy
 	if err := r.Patch(ctx, obj, patch); err != nil {
 		return fmt.Errorf("label webhook: %w", err)
+	}
+	obj.Status = status
+	return nil
+}
+
+// clearSuspendedReason drops the delivery workers' reason for suspending a Webhook once it is
+// resumed (by the API or kubectl), so a later suspension by hand is not taken for theirs.
+func (r *WebhookReconciler) clearSuspendedReason(ctx context.Context, obj *v1alpha1.Webhook) error {
+	if obj.Spec.Suspend || obj.Annotations[v1alpha1.AnnotationSuspendedReason] == "" {
+		return nil
+	}
+	patch := client.MergeFrom(obj.DeepCopy())
+	delete(obj.Annotations, v1alpha1.AnnotationSuspendedReason)
+	status := obj.Status // Patch overwrites obj with the server's copy
+	if err := r.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("clear the suspended reason: %w", err)
 	}
 	obj.Status = status
 	return nil
@@ -346,6 +366,12 @@ func setConditions(obj *v1alpha1.Webhook, err error) {
 	set := func(typ string, status metav1.ConditionStatus, reason, message string) {
 		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: typ, Status: status,
 			Reason: reason, Message: message, ObservedGeneration: obj.Generation})
+	}
+	// Delivering says why the delivery workers suspended the Webhook, while they do.
+	if reason, message, ok := strings.Cut(obj.Annotations[v1alpha1.AnnotationSuspendedReason], ": "); ok && obj.Spec.Suspend {
+		set(v1alpha1.ConditionDelivering, metav1.ConditionFalse, reason, message)
+	} else {
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, v1alpha1.ConditionDelivering)
 	}
 	if err == nil {
 		message := "Signing secret published in Secret " + obj.Status.SecretName

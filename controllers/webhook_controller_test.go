@@ -551,3 +551,42 @@ func TestBrokenSecretIsReplaced(t *testing.T) {
 		t.Error("no SecretReplaced warning")
 	}
 }
+
+func TestASuspensionByTheDeliveryWorkersShowsInDeliveringUntilResumed(t *testing.T) {
+	ns := startController(t)
+	wh := newWebhook(ns, v1alpha1.ObjectName(ids.New(ids.Webhook)))
+	create(t, wh)
+	got, _ := waitReady(t, client.ObjectKeyFromObject(wh))
+	if c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDelivering); c != nil {
+		t.Fatalf("a new Webhook has Delivering %+v, want none", c)
+	}
+	// The delivery workers suspend it, as their KubeSuspender does.
+	patch := client.MergeFrom(got.DeepCopy())
+	got.Spec.Suspend = true
+	got.Annotations = map[string]string{v1alpha1.AnnotationSuspendedReason: "ReceiverDead: no successful delivery since 2026-03-01T12:00:00Z"}
+	if err := env.Client.Patch(context.Background(), got, patch); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitFor, func() (bool, string) {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(wh), got); err != nil {
+			return false, err.Error()
+		}
+		c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDelivering)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "ReceiverDead" &&
+			c.Message == "no successful delivery since 2026-03-01T12:00:00Z" && c.ObservedGeneration == got.Generation, fmt.Sprintf("conditions %+v", got.Status.Conditions)
+	})
+	// Resumed (kubectl or the API): the condition and the reason go.
+	patch = client.MergeFrom(got.DeepCopy())
+	got.Spec.Suspend = false
+	if err := env.Client.Patch(context.Background(), got, patch); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitFor, func() (bool, string) {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(wh), got); err != nil {
+			return false, err.Error()
+		}
+		c := apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDelivering)
+		_, annotated := got.Annotations[v1alpha1.AnnotationSuspendedReason]
+		return c == nil && !annotated, fmt.Sprintf("conditions %+v, annotations %v", got.Status.Conditions, got.Annotations)
+	})
+}

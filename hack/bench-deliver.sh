@@ -18,4 +18,4 @@ bench_postgres
 unset KUBEBUILDER_ASSETS
 
 # No race detector: it would measure itself.
-go test -count=1 -run '^$' -bench 'DeliverThroughput|DeliverLatency' -benchtime 1x -timeout 20m "$@" ./internal/delivery/
+go test -count=1 -run '^$' -bench 'DeliverThroughput|DeliverLatency|DeliverDeadEndpoint' -benchtime 1x -timeout 20m "$@" ./internal/delivery/

@@ -23,6 +23,12 @@ const (
 	// ManagedByController is LabelManagedBy's value on the controller's Secrets.
 	ManagedByController = "partnerstream-controller"
 
+	// AnnotationSuspendedReason is set by the delivery workers when they suspend a Webhook:
+	// "<Reason>: <message>", Reason ReceiverGone (it answered 410) or ReceiverDead (no
+	// successful delivery for days). The controller shows it in the Delivering condition and
+	// removes it once the Webhook is resumed.
+	AnnotationSuspendedReason = "partnerstream.io/suspended-reason"
+
 	// AnnotationRotateSecret requests a rotation of the signing secret: any value other than
 	// status.lastRotationNonce triggers exactly one.
 	AnnotationRotateSecret = "partnerstream.io/rotate-secret"
@@ -46,6 +52,9 @@ const (
 	// ConditionStalled is True while the controller cannot progress without someone changing
 	// something (a foreign Secret in the way); kstatus reads it as Failed.
 	ConditionStalled = "Stalled"
+	// ConditionDelivering is False while the delivery workers keep the Webhook suspended
+	// (AnnotationSuspendedReason); absent otherwise.
+	ConditionDelivering = "Delivering"
 
 	// idPrefix and namePrefix map the API id wh_<suffix> to the object name wh-<suffix>
 	// (an underscore is not allowed in a name; the lowercase base32 suffix is).

@@ -171,6 +171,12 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 		hourly("prune postback secrets", pbs.PruneExpired),
 		hourly("prune outbox", func(ctx context.Context) (int64, error) { return relay.Prune(ctx, 7*24*time.Hour) }),
 	}
+	if deps.mailer != nil {
+		notices := delivery.Notices{DB: p.pg, Mailer: deps.mailer, BaseURL: s.api.BaseURL, Log: log}
+		loops = append(loops, func(ctx context.Context) {
+			run.Every(ctx, time.Minute, log, "tell the admins of disabled delivery targets", notices.Send)
+		})
+	}
 	return run.Func{N: "api", F: func(ctx context.Context) error {
 		// The loops outlive the server's drain: the relay keeps publishing what the last
 		// requests wrote and the key cache flushes its last-use times.

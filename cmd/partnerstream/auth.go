@@ -72,6 +72,7 @@ type authDeps struct {
 	users    *identity.Store
 	codes    *magiccode.Service // nil without e-mail
 	people   *people.Service
+	mailer   mailer.Mailer // nil without a relay
 }
 
 // prune deletes expired sessions and sign-in codes.
@@ -118,6 +119,7 @@ func newAuth(ctx context.Context, p *platform, a *authSettings, baseURL string, 
 	case without == relayMissing:
 		p.log.Warn("no --smtp-host: e-mail sign-in codes are disabled")
 	}
+	deps.mailer = m
 	if m != nil {
 		svc, err := magiccode.NewService(p.pg, m, magiccode.Options{Pepper: keys.Derive("magic-code-pepper")})
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,7 +89,11 @@ func newDeliver(p *platform, k *config.Kube, d *config.Deliver, e *config.Egress
 	if err != nil {
 		return nil, err
 	}
-	o := delivery.Options{DB: p.pg, Kafka: p.kafka, Postbacks: postbacks.NewService(p.pg, postbacks.Options{}),
+	disableAfter := time.Duration(d.DisableAfterDays) * 24 * time.Hour
+	if d.DisableAfterDays == 0 {
+		disableAfter = -1 // never
+	}
+	o := delivery.Options{DB: p.pg, Kafka: p.kafka, Postbacks: postbacks.NewService(p.pg, postbacks.Options{}), DisableAfter: disableAfter,
 		AllowList: allow, RootCAs: roots, Workers: d.Workers, PerTarget: d.PerTarget, ClaimBatch: d.ClaimBatch, Lease: d.Lease,
 		Log: p.componentLog("deliver"), Health: p.health}
 	var comps []run.Component
@@ -114,12 +119,21 @@ func newDeliver(p *platform, k *config.Kube, d *config.Deliver, e *config.Egress
 	if err != nil {
 		return nil, err
 	}
-	return append(comps, svc), nil
+	comps = append(comps, svc)
+	if d.RetentionDays > 0 {
+		r := delivery.Retention{DB: p.pg, Keep: time.Duration(d.RetentionDays) * 24 * time.Hour}
+		log := p.componentLog("deliver")
+		comps = append(comps, run.Func{N: "delivery-retention", F: func(ctx context.Context) error {
+			run.Every(ctx, time.Hour, log, "prune delivery history", func(ctx context.Context) error { _, err := r.Prune(ctx); return err })
+			return nil
+		}})
+	}
+	return comps, nil
 }
 
 func newIngest(p *platform, ch *config.ClickHouse, ing *config.Ingest) (run.Component, error) {
 	return ingest.New(ingest.Options{Kafka: p.kafka, ClickHouse: p.ch, Database: ch.Database,
-		BatchSize: ing.BatchSize, BatchInterval: ing.BatchInterval, Log: p.componentLog("ingest"), Health: p.health})
+		BatchSize: ing.BatchSize, BatchInterval: ing.BatchInterval, RawRetentionMonths: ing.RawRetentionMonths, Log: p.componentLog("ingest"), Health: p.health})
 }
 
 // egressSettings is the SSRF guard's allow-list of the settings, and the CAs receivers are

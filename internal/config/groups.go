@@ -359,11 +359,14 @@ func dnsLabel(s string) bool {
 type Ingest struct {
 	BatchSize     int
 	BatchInterval time.Duration
+	// RawRetentionMonths is how many months of raw rows ClickHouse keeps; 0 keeps them all.
+	RawRetentionMonths int
 }
 
 func (i *Ingest) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&i.BatchSize, "ingest-batch-size", 10000, "most messages in one ClickHouse insert")
 	fs.DurationVar(&i.BatchInterval, "ingest-batch-interval", time.Second, "longest a message waits before its batch is written (bounds statistics freshness)")
+	fs.IntVar(&i.RawRetentionMonths, "ingest-raw-retention-months", 13, "months of raw clicks and conversion changes ClickHouse keeps before the current one (the daily rollups are kept for ever); 0 keeps them all")
 }
 
 func (i *Ingest) Validate() error {
@@ -372,6 +375,9 @@ func (i *Ingest) Validate() error {
 	}
 	if i.BatchInterval < 10*time.Millisecond || i.BatchInterval > time.Minute {
 		return Invalid("ingest-batch-interval", errors.New("must be between 10ms and 1m"))
+	}
+	if i.RawRetentionMonths < 0 || i.RawRetentionMonths > 1200 {
+		return Invalid("ingest-raw-retention-months", errors.New("must be between 0 (keep for ever) and 1200"))
 	}
 	return nil
 }
@@ -382,6 +388,11 @@ type Deliver struct {
 	PerTarget  int
 	ClaimBatch int
 	Lease      time.Duration
+	// RetentionDays is how long delivery history is kept; 0 keeps it for ever.
+	RetentionDays int
+	// DisableAfterDays is how long a target may fail without a success before it is
+	// disabled; 0 never disables one.
+	DisableAfterDays int
 }
 
 func (d *Deliver) Register(fs *pflag.FlagSet) {
@@ -389,6 +400,8 @@ func (d *Deliver) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&d.PerTarget, "deliver-per-target", 8, "delivery attempts in flight at once to one webhook or postback URL, so a slow receiver cannot take every worker")
 	fs.IntVar(&d.ClaimBatch, "deliver-claim-batch", 256, "most due deliveries one worker query claims")
 	fs.DurationVar(&d.Lease, "deliver-lease", 2*time.Minute, "how long a claimed delivery stays with its worker; a dead worker's deliveries come back after it")
+	fs.IntVar(&d.DisableAfterDays, "deliver-disable-after-days", 5, "days a webhook or postback URL may fail without a single success before it is disabled (its owners are e-mailed); 0 never disables one")
+	fs.IntVar(&d.RetentionDays, "deliver-retention-days", 30, "days a delivery and its attempts are kept after the last change (failed ones stay replayable that long); 0 keeps them for ever")
 }
 
 func (d *Deliver) Validate() error {
@@ -403,6 +416,12 @@ func (d *Deliver) Validate() error {
 	}
 	if d.Lease <= 15*time.Second || d.Lease > time.Hour {
 		return Invalid("deliver-lease", errors.New("must be longer than an attempt (15s) and at most 1h"))
+	}
+	if d.DisableAfterDays < 0 || d.DisableAfterDays > 365 {
+		return Invalid("deliver-disable-after-days", errors.New("must be between 0 (never) and 365"))
+	}
+	if d.RetentionDays < 0 || d.RetentionDays > 3650 {
+		return Invalid("deliver-retention-days", errors.New("must be between 0 (keep for ever) and 3650"))
 	}
 	return nil
 }

@@ -240,3 +240,105 @@ func BenchmarkDeliverLatency(b *testing.B) {
 		rate, 2*rate, seconds, p50.Round(time.Millisecond), p95.Round(time.Millisecond), p99.Round(time.Millisecond),
 		latencies[len(latencies)-1].Round(time.Millisecond))
 }
+
+// BenchmarkDeliverDeadEndpoint measures healthy deliveries per second with 20 healthy
+// endpoints, then with the same 20 beside one that never answers and gets a share of the
+// deliveries, alternately, each round on a fresh database: a dead receiver should cost the
+// others little (docs/webhooks.md, "Dead receivers").
+func BenchmarkDeliverDeadEndpoint(b *testing.B) {
+	const healthy, perHealthy, rounds = 20, 500, 3
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	b.Cleanup(srv.Close)
+	dead := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	b.Cleanup(dead.Close)
+	run := func(withDead bool) float64 {
+		_, db := migratedWithURL(b)
+		n := healthy
+		if withDead {
+			n++
+		}
+		cos := addCompanies(b, db, n)
+		sub := newSubs()
+		var healthyIDs []string
+		for i, co := range cos {
+			url := srv.URL + "/hook"
+			if i == healthy {
+				url = dead.URL + "/hook"
+			}
+			t, _ := sub.add(co, url, events.ConversionCreated)
+			if i < healthy {
+				healthyIDs = append(healthyIDs, t.ID)
+			}
+		}
+		s := newService(b, db, Options{Subscriptions: sub})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = s.dispatch(ctx) }()
+		if withDead {
+			// Measure the steady state of a dead receiver: wait until its first attempts
+			// timed out (15 s) and opened its breaker.
+			var envs []events.Envelope
+			for range 2 * breakerThreshold {
+				envs = append(envs, envelope(events.ConversionCreated, cos[healthy], ""))
+			}
+			if _, err := s.record(context.Background(), envs); err != nil {
+				b.Fatal(err)
+			}
+			for open := false; !open; time.Sleep(100 * time.Millisecond) {
+				if err := db.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM delivery_endpoints WHERE open_until IS NOT NULL)`).Scan(&open); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		// Every endpoint, the dead one too, gets perHealthy deliveries, interleaved.
+		began := time.Now()
+		for range perHealthy / 50 {
+			var envs []events.Envelope
+			for range 50 {
+				for _, co := range cos {
+					envs = append(envs, envelope(events.ConversionCreated, co, ""))
+				}
+			}
+			if _, err := s.record(context.Background(), envs); err != nil {
+				b.Fatal(err)
+			}
+			signal(s.wake)
+		}
+		want := healthy * perHealthy
+		for {
+			var got int
+			if err := db.QueryRow(context.Background(), `SELECT count(*) FROM deliveries WHERE status = 'succeeded' AND target_id = ANY($1)`, healthyIDs).Scan(&got); err != nil {
+				b.Fatal(err)
+			}
+			if got == want {
+				break
+			}
+			if time.Since(began) > 5*time.Minute {
+				b.Fatalf("only %d of %d healthy deliveries succeeded in 5 minutes", got, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		rate := float64(want) / time.Since(began).Seconds()
+		cancel()
+		<-done
+		return rate
+	}
+	b.StartTimer()
+	var with, without []float64
+	for range rounds {
+		without = append(without, run(false))
+		with = append(with, run(true))
+	}
+	b.StopTimer()
+	slices.Sort(with)
+	slices.Sort(without)
+	w, wo := with[len(with)/2], without[len(without)/2]
+	b.ReportMetric(w, "deliveries/s-with-dead")
+	b.ReportMetric(wo, "deliveries/s-without")
+	b.ReportMetric(100*w/wo, "%-kept")
+	fmt.Printf("deliver: %d healthy endpoints: %.0f deliveries/s alone, %.0f/s beside one that never answers (rounds %v and %v): %.1f%% kept\n",
+		healthy, wo, w, without, with, 100*w/wo)
+}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/kafka"
+	"github.com/partnerstream/partnerstream/internal/run"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
 
@@ -59,10 +60,11 @@ type PostbackKeys interface {
 	SigningKeys(ctx context.Context, companyID string, now time.Time) (string, []signing.HMACKey, error)
 }
 
-// Suspender disables a webhook subscription whose receiver answered 410 Gone.
-// NewKubeSuspender sets spec.suspend on the Webhook resource.
+// Suspender disables a webhook subscription whose receiver answered 410 Gone or stayed dead
+// (disable.go), saying why: "<Reason>: <message>". NewKubeSuspender sets spec.suspend and
+// the reason on the Webhook resource.
 type Suspender interface {
-	SuspendWebhook(ctx context.Context, companyID, webhookID string) error
+	SuspendWebhook(ctx context.Context, companyID, webhookID, reason string) error
 }
 
 // Options configure the deliver component.
@@ -97,6 +99,9 @@ type Options struct {
 	// PollInterval is how often workers look for due deliveries when nothing woke them
 	// (DefaultPollInterval): it bounds the lateness of a retry.
 	PollInterval time.Duration
+	// DisableAfter is how long a target may fail without a success before it is disabled
+	// (DefaultDisableAfter); negative never disables one.
+	DisableAfter time.Duration
 	// ConsumeBatch is the most events recorded in one insert (DefaultConsumeBatch).
 	ConsumeBatch int
 	// Now is the clock of due times, signatures and key expiry; time.Now when nil.
@@ -115,6 +120,8 @@ type Service struct {
 	sender *Sender
 	limit  *targetLimiter
 	wake   chan struct{}
+
+	breakers breakers
 
 	synced   atomic.Bool
 	failure  atomic.Pointer[error] // of the last store of consumed events; nil once one succeeds
@@ -144,6 +151,7 @@ func New(o Options) (*Service, error) {
 	o.ConsumeBatch = orDefault(o.ConsumeBatch, DefaultConsumeBatch)
 	o.Lease = orDefault(o.Lease, DefaultLease)
 	o.PollInterval = orDefault(o.PollInterval, DefaultPollInterval)
+	o.DisableAfter = orDefault(o.DisableAfter, DefaultDisableAfter)
 	if o.Workers < 1 || o.PerTarget < 1 || o.ClaimBatch < 1 || o.ConsumeBatch < 1 {
 		return nil, fmt.Errorf("deliver: workers (%d), per-target concurrency (%d), claim batch (%d) and consume batch (%d) must be positive",
 			o.Workers, o.PerTarget, o.ClaimBatch, o.ConsumeBatch)
@@ -198,12 +206,18 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		s.synced.Store(true)
 	}
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	go func() { errs <- s.consume(ctx) }()
 	go func() { errs <- s.dispatch(ctx) }()
 	go func() { s.refreshGauges(ctx); errs <- nil }()
+	go func() {
+		if s.o.DisableAfter > 0 {
+			run.Every(ctx, disableInterval, s.o.Log, "disable dead delivery targets", s.disableDead)
+		}
+		errs <- nil
+	}()
 	var all []error
-	for range 3 {
+	for range 4 {
 		all = append(all, <-errs)
 	}
 	return errors.Join(all...)

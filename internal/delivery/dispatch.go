@@ -79,6 +79,9 @@ RETURNING d.id, d.company_id, d.kind, d.target_id, d.url, d.event_type, d.body, 
 
 // claim claims up to limit due deliveries for this process.
 func (s *Service) claim(ctx context.Context, limit int) ([]job, error) {
+	if err := s.refreshBreakers(ctx); err != nil && ctx.Err() == nil {
+		s.o.Log.Warn("reading the circuit breakers failed; using the last known ones", "err", err)
+	}
 	now := s.o.Now()
 	leaseEnd := now.Add(s.o.Lease)
 	targets, counts := s.limit.busy()
@@ -124,8 +127,22 @@ SELECT r.id, r.n, r.trigger, r.started_at, r.duration_ms, r.status_code, r.error
 FROM r JOIN done ON done.id = r.id`
 
 // save records outcomes; it returns how many were recorded (the others were stale).
-func (s *Service) save(ctx context.Context, outs []outcome) (int, error) {
+func (s *Service) save(ctx context.Context, all []outcome) (int, error) {
+	var outs, held []outcome
+	for _, o := range all {
+		if o.held {
+			held = append(held, o)
+		} else {
+			outs = append(outs, o)
+		}
+	}
+	if err := s.hold(ctx, held); err != nil {
+		return 0, err
+	}
 	n := len(outs)
+	if n == 0 {
+		return 0, nil
+	}
 	var (
 		ids, statuses, triggers []string
 		attempts, durations     = make([]int32, n), make([]int32, n)
@@ -156,6 +173,44 @@ func (s *Service) save(ctx context.Context, outs []outcome) (int, error) {
 		return 0, fmt.Errorf("record %d attempts: %w", n, err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// hold makes held deliveries due when their target's breaker lets them be tried again,
+// without an attempt, and says why in their last error.
+func (s *Service) hold(ctx context.Context, held []outcome) error {
+	if len(held) == 0 {
+		return nil
+	}
+	ids, attempts, until, why := make([]string, len(held)), make([]int32, len(held)), make([]time.Time, len(held)), make([]string, len(held))
+	for i, o := range held {
+		ids[i], attempts[i], until[i], why[i] = o.job.id, int32(o.job.attempts), o.next, o.err
+	}
+	_, err := s.o.DB.Exec(ctx, `UPDATE deliveries d SET next_attempt_at = r.until, last_error = r.why, updated_at = $5
+FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[]) AS r(id, attempts, until, why)
+WHERE d.id = r.id AND d.attempts = r.attempts AND d.status = 'pending'`, ids, attempts, until, why, s.o.Now())
+	if err != nil {
+		return fmt.Errorf("hold %d deliveries of open circuit breakers: %w", len(held), err)
+	}
+	// The target's other due deliveries wait as well, in one statement rather than a claim
+	// each: a receiver dead for hours can have thousands.
+	type heldTarget struct {
+		company string
+		target
+	}
+	seen := map[heldTarget]bool{}
+	for _, o := range held {
+		k := heldTarget{o.job.companyID, target{o.job.kind, o.job.targetID}}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if _, err := s.o.DB.Exec(ctx, `UPDATE deliveries SET next_attempt_at = $5, last_error = $6, updated_at = $4
+WHERE company_id = $1 AND kind = $2 AND target_id = $3 AND status = 'pending' AND next_attempt_at <= $4`,
+			k.company, k.kind, k.id, s.o.Now(), o.next, o.err); err != nil {
+			return fmt.Errorf("hold the due deliveries of %s %s: %w", k.kind, k.id, err)
+		}
+	}
+	return nil
 }
 
 // saveLinger is how long finished attempts wait for others to be recorded together.
@@ -306,10 +361,14 @@ func (s *Service) saveLoop(outs <-chan outcome) {
 		for try := 1; len(batch) > 0; try++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_, err := s.save(ctx, batch)
-			cancel()
 			if err == nil {
+				if err := s.recordHealth(ctx, batch); err != nil {
+					s.o.Log.Warn("recording the targets' health failed", "err", err)
+				}
+				cancel()
 				break
 			}
+			cancel()
 			s.o.Log.Error("recording attempts failed", "attempts", len(batch), "try", try, "err", err)
 			if try == 3 {
 				break

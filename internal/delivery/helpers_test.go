@@ -137,7 +137,7 @@ type suspended struct {
 	ids []string
 }
 
-func (s *suspended) SuspendWebhook(_ context.Context, _, id string) error {
+func (s *suspended) SuspendWebhook(_ context.Context, _, id, _ string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ids = append(s.ids, id)
@@ -250,6 +250,9 @@ func (s *Service) step(t testing.TB) []outcome {
 	wg.Wait()
 	if len(outs) > 0 {
 		if _, err := s.save(ctx, outs); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.recordHealth(ctx, outs); err != nil {
 			t.Fatal(err)
 		}
 	}

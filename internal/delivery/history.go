@@ -82,6 +82,8 @@ type Filter struct {
 // webhook's deliveries (no postbacks); From is inclusive, To exclusive, on the creation time.
 type RetryFilter struct {
 	WebhookID string
+	// Postbacks keeps only the postback URL's deliveries (not with WebhookID).
+	Postbacks bool
 	From, To  time.Time
 }
 
@@ -237,8 +239,9 @@ RETURNING `+deliveryColumns, pgx.NamedArgs{"id": deliveryID, "company": companyI
 func (h *History) RetryFailed(ctx context.Context, companyID string, f RetryFilter) (int64, error) {
 	tag, err := h.db.Exec(ctx, queue+` WHERE company_id = @company AND status = 'failed'
 	AND (@webhook = '' OR (kind = 'webhook' AND target_id = @webhook))
+	AND (NOT @postbacks OR kind = 'postback')
 	AND (@from::timestamptz IS NULL OR created_at >= @from) AND (@to::timestamptz IS NULL OR created_at < @to)`,
-		pgx.NamedArgs{"company": companyID, "webhook": f.WebhookID, "from": optionalTime(f.From), "to": optionalTime(f.To), "now": h.now()})
+		pgx.NamedArgs{"company": companyID, "webhook": f.WebhookID, "postbacks": f.Postbacks, "from": optionalTime(f.From), "to": optionalTime(f.To), "now": h.now()})
 	if err != nil {
 		return 0, fmt.Errorf("retry failed deliveries of %s: %w", companyID, err)
 	}

@@ -43,6 +43,12 @@ type outcome struct {
 	err        string
 	excerpt    string
 	reason     string // failure reason; "" on success
+	// held says the attempt was not made: the target's circuit breaker is open, and the
+	// delivery waits until next without using an attempt.
+	held bool
+	// sent says the attempt went to the receiver (not refused before: no target, no key, an
+	// open circuit breaker): only those tell the target's health.
+	sent bool
 	// status is the delivery's status after the attempt: succeeded, failed or pending
 	// (a retry at next).
 	status string
@@ -110,7 +116,15 @@ func (s *Service) attempt(ctx context.Context, j job) outcome {
 	o := outcome{job: j, n: j.attempts + 1, startedAt: now}
 	start := time.Now()
 	f, err := s.send(ctx, j, now, &o)
+	if held := (*heldError)(nil); errors.As(err, &held) {
+		o.held, o.next, o.err = true, held.until, held.Error()
+		heldTotal.WithLabelValues(j.kind).Inc()
+		return o
+	}
 	o.duration = time.Since(start)
+	if o.sent {
+		s.breakers.note(target{j.kind, j.targetID}, err == nil, s.o.Now())
+	}
 	attemptDuration.WithLabelValues(j.kind).Observe(o.duration.Seconds())
 	if err == nil {
 		o.status = StatusSucceeded
@@ -141,6 +155,12 @@ func (s *Service) send(ctx context.Context, j job, now time.Time, o *outcome) (f
 	if len(live) == 0 {
 		return failure{reason: reasonOther}, errors.New("the target has no live signing key")
 	}
+	if err := s.gate(ctx, j, now); errors.Is(err, errDisabled) {
+		return failure{reason: reasonDisabled, permanent: true}, err
+	} else if err != nil {
+		return failure{reason: reasonOther}, err
+	}
+	o.sent = true
 	resp, err := s.sender.Send(ctx, url, Message{ID: j.id, Kind: j.kind, Body: j.body, At: now, Keys: live})
 	if errors.Is(err, ErrInvalidURL) {
 		return failure{reason: reasonOther, permanent: true}, err
@@ -199,7 +219,7 @@ func (s *Service) suspend(j job) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.o.Suspender.SuspendWebhook(ctx, j.companyID, j.targetID); err != nil {
+	if err := s.o.Suspender.SuspendWebhook(ctx, j.companyID, j.targetID, ReasonReceiverGone+": the receiver answered 410 Gone"); err != nil {
 		s.o.Log.Error("suspending a webhook answered with 410 failed", "webhook", j.targetID, "err", err)
 		return "the delivery failed; disabling the subscription failed"
 	}

@@ -22,9 +22,10 @@ func NewKubeSuspender(c client.Client, namespace string) *KubeSuspender {
 	return &KubeSuspender{Client: c, Namespace: namespace}
 }
 
-// SuspendWebhook suspends the company's webhook; one already gone or suspended is left
-// alone.
-func (k *KubeSuspender) SuspendWebhook(ctx context.Context, companyID, webhookID string) error {
+// SuspendWebhook suspends the company's webhook with the reason ("<Reason>: <message>") in
+// its annotation, which the controller shows in the Delivering condition; one already gone
+// or suspended is left alone.
+func (k *KubeSuspender) SuspendWebhook(ctx context.Context, companyID, webhookID, reason string) error {
 	var list v1alpha1.WebhookList
 	if err := k.Client.List(ctx, &list, client.InNamespace(k.Namespace),
 		client.MatchingLabels{v1alpha1.LabelWebhookID: webhookID}); err != nil {
@@ -37,6 +38,10 @@ func (k *KubeSuspender) SuspendWebhook(ctx context.Context, companyID, webhookID
 		}
 		patch := client.MergeFrom(w.DeepCopy())
 		w.Spec.Suspend = true
+		if w.Annotations == nil {
+			w.Annotations = map[string]string{}
+		}
+		w.Annotations[v1alpha1.AnnotationSuspendedReason] = reason
 		if err := k.Client.Patch(ctx, w, patch); err != nil {
 			return fmt.Errorf("suspend webhook %s: %w", webhookID, err)
 		}

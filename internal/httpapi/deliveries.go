@@ -27,6 +27,24 @@ type DeliveryHistory interface {
 	Postbacks(ctx context.Context, companyID string, f delivery.Filter, p page.Request) (page.List[delivery.Delivery], error)
 	Replay(ctx context.Context, companyID, deliveryID string) (delivery.Delivery, error)
 	RetryFailed(ctx context.Context, companyID string, f delivery.RetryFilter) (int64, error)
+	Health(ctx context.Context, companyID, kind, targetID string) (delivery.Health, error)
+	EnablePostback(ctx context.Context, companyID string) (delivery.Reenabled, error)
+}
+
+// deliveryList is a page of a target's deliveries with the target's health.
+type deliveryList struct {
+	page.List[delivery.Delivery]
+	Endpoint delivery.Health `json:"endpoint"`
+}
+
+// listWithHealth answers a page of deliveries of the target with its health.
+func (d deliveryHandlers) listWithHealth(c *fiber.Ctx, l page.List[delivery.Delivery], kind, targetID string) error {
+	h, err := d.history.Health(c.UserContext(), Caller(c).CompanyID, kind, targetID)
+	if err != nil {
+		return err
+	}
+	l.Data = nonNil(l.Data)
+	return c.JSON(deliveryList{List: l, Endpoint: h})
 }
 
 // DeliveryWebhooks is what they need from internal/webhooks (*webhooks.Service): that a
@@ -70,6 +88,7 @@ func (s *Server) MountDeliveries(history DeliveryHistory, hooks DeliveryWebhooks
 	s.app.Get("/api/webhooks/:id/deliveries", d.webhookHistory)
 	s.app.Post("/api/webhooks/:deliveryId/replay", admin, d.replay)
 	s.app.Get("/api/postbacks/deliveries", d.postbackHistory)
+	s.app.Post("/api/postbacks/enable", requireAdminTo("re-enable the postback URL"), d.enablePostback)
 	s.app.Post("/api/webhooks/test", requireAdminTo("send test deliveries"), d.test)
 	s.app.Post("/api/v1/webhooks/test", d.test)
 }
@@ -96,8 +115,7 @@ func (d deliveryHandlers) webhookHistory(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	l.Data = nonNil(l.Data)
-	return c.JSON(l)
+	return d.listWithHealth(c, l, delivery.KindWebhook, id)
 }
 
 func (d deliveryHandlers) postbackHistory(c *fiber.Ctx) error {
@@ -105,12 +123,12 @@ func (d deliveryHandlers) postbackHistory(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	l, err := d.history.Postbacks(c.UserContext(), Caller(c).CompanyID, f, p)
+	company := Caller(c).CompanyID
+	l, err := d.history.Postbacks(c.UserContext(), company, f, p)
 	if err != nil {
 		return err
 	}
-	l.Data = nonNil(l.Data)
-	return c.JSON(l)
+	return d.listWithHealth(c, l, delivery.KindPostback, company)
 }
 
 func (d deliveryHandlers) replay(c *fiber.Ctx) error {
@@ -140,14 +158,19 @@ var errNoDelivery = NewProblem(fiber.StatusNotFound, "not_found", "no such deliv
 func (d deliveryHandlers) retryFailed(c *fiber.Ctx) error {
 	var in struct {
 		WebhookID string `json:"webhook_id"`
+		Postbacks bool   `json:"postbacks"`
 		From      string `json:"from"`
 		To        string `json:"to"`
 	}
 	if err := decodeOptionalJSON(c, &in); err != nil {
 		return err
 	}
-	f := delivery.RetryFilter{WebhookID: in.WebhookID}
-	if errs := timeRange(&f.From, &f.To, in.From, in.To); errs != nil {
+	f := delivery.RetryFilter{WebhookID: in.WebhookID, Postbacks: in.Postbacks}
+	errs := timeRange(&f.From, &f.To, in.From, in.To)
+	if f.Postbacks && f.WebhookID != "" {
+		errs = append(errs, FieldError{Field: "postbacks", Message: "cannot be combined with webhook_id"})
+	}
+	if errs != nil {
 		return Invalid(errs...)
 	}
 	company := Caller(c).CompanyID
@@ -161,6 +184,16 @@ func (d deliveryHandlers) retryFailed(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"queued": n})
+}
+
+// enablePostback re-enables the caller's postback URL after deliver disabled it for failing,
+// and says what failed meanwhile (a bulk retry with postbacks from failing_since replays it).
+func (d deliveryHandlers) enablePostback(c *fiber.Ctx) error {
+	out, err := d.history.EnablePostback(c.UserContext(), Caller(c).CompanyID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(out)
 }
 
 // deliveryQuery reads the history filters and the page.

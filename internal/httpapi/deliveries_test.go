@@ -583,3 +583,44 @@ func TestTheTestEndpointRefusesWhatItCannotDo(t *testing.T) {
 		}
 	})
 }
+
+func TestADeliveryListShowsItsTargetsHealth(t *testing.T) {
+	f := newDeliveryFixture(t)
+	now := time.Now().UTC()
+	f.stored(t, f.advID, "postback", f.advID, "succeeded", events.CommissionStatusChanged, now.Add(-time.Hour), 500, 200)
+	f.stored(t, f.advID, "postback", f.advID, "pending", events.CommissionStatusChanged, now.Add(-time.Minute), 0)
+	f.stored(t, f.advID, "postback", f.advID, "succeeded", events.CommissionStatusChanged, now.Add(-48*time.Hour), 200) // not of the last day
+	openUntil := now.Add(time.Minute).Truncate(time.Second)
+	if _, err := f.db.Exec(context.Background(), `INSERT INTO delivery_endpoints (kind, target_id, company_id, consecutive_failures, open_until,
+		last_success_at, last_failure_at, failing_since, updated_at) VALUES ('postback', $1, $1, 5, $2, $3, $3, $3, $3)`, f.advID, openUntil, now); err != nil {
+		t.Fatal(err)
+	}
+	type health struct {
+		Breaker             string   `json:"breaker"`
+		ConsecutiveFailures int      `json:"consecutive_failures"`
+		OpenUntil           *string  `json:"open_until"`
+		Attempts24h         int      `json:"attempts_24h"`
+		Succeeded24h        int      `json:"succeeded_24h"`
+		SuccessRate24h      *float64 `json:"success_rate_24h"`
+	}
+	read := func(as map[string]string) health {
+		t.Helper()
+		r := f.do(t, "GET", "/api/postbacks/deliveries", as, "")
+		var v struct {
+			Endpoint *health `json:"endpoint"`
+		}
+		if r.status != 200 || json.Unmarshal([]byte(r.raw), &v) != nil || v.Endpoint == nil {
+			t.Fatalf("GET the postback deliveries = %d %s, want 200 with the endpoint's health", r.status, r.raw)
+		}
+		return *v.Endpoint
+	}
+	got := read(f.adv)
+	if got.Breaker != "open" || got.ConsecutiveFailures != 5 || got.OpenUntil == nil || got.Attempts24h != 3 || got.Succeeded24h != 1 ||
+		got.SuccessRate24h == nil || *got.SuccessRate24h < 0.33 || *got.SuccessRate24h > 0.34 {
+		t.Errorf("the advertiser's postback health is %+v, want open after 5 failures, 1 of 3 attempts of the day succeeded", got)
+	}
+	// The affiliate's own postback URL was never attempted: closed, no rate.
+	if got := read(f.aff); got.Breaker != "closed" || got.ConsecutiveFailures != 0 || got.Attempts24h != 0 || got.SuccessRate24h != nil {
+		t.Errorf("the affiliate's postback health is %+v, want closed and never attempted", got)
+	}
+}

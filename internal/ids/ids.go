@@ -128,6 +128,20 @@ func encode(u uuid.UUID) string {
 	return string(out[:])
 }
 
+// Floor returns the id with the prefix that sorts after every id New made before t and not
+// after any made at t or later (millisecond precision): "created before t" on an id column,
+// which its primary-key index answers without an index on a time column.
+func Floor(prefix string, t time.Time) string {
+	var b [16]byte
+	ms := uint64(t.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	b[6] = 0x70 // the version nibble, so that Time reads Floor's ids too
+	return FromBytes(prefix, b)
+}
+
 // Valid reports whether s is a well-formed id with the prefix. Handlers use it to refuse
 // garbage with a 400 before touching a store.
 func Valid(prefix, s string) bool {

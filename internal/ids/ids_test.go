@@ -112,3 +112,21 @@ func TestDigitIsTheAlphabetsIndex(t *testing.T) {
 		}
 	}
 }
+
+func TestFloorSortsBetweenIDsMadeBeforeAndAfterIt(t *testing.T) {
+	before := New(Delivery)
+	time.Sleep(2 * time.Millisecond)
+	cut := time.Now()
+	floor := Floor(Delivery, cut)
+	time.Sleep(time.Millisecond)
+	after := New(Delivery)
+	if !(before < floor && floor < after) {
+		t.Fatalf("want %s < %s < %s", before, floor, after)
+	}
+	if !Valid(Delivery, floor) {
+		t.Fatalf("Floor made an invalid id %q", floor)
+	}
+	if at, ok := Time(floor); !ok || !at.Equal(cut.Truncate(time.Millisecond)) {
+		t.Fatalf("Time(Floor(t)) = %s, %v; want %s", at, ok, cut.Truncate(time.Millisecond))
+	}
+}

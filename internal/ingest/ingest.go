@@ -56,7 +56,10 @@ type Options struct {
 	// saves CPU in ingest and in Kafka, and the wait bounds what it adds to freshness.
 	FetchMinBytes int
 	FetchMaxWait  time.Duration
-	Log           *slog.Logger
+	// RawRetentionMonths is how many months of raw clicks and conversion changes ClickHouse
+	// keeps besides the current one (0: all); the rollups are kept whatever it is.
+	RawRetentionMonths int
+	Log                *slog.Logger
 	// Health, when set, receives the clickhouse, kafka and ingest readiness checks.
 	Health *health.Registry
 	Now    func() time.Time
@@ -130,7 +133,7 @@ func New(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.consumers = []runner{s.clicks, conversions, newClickWatcher(w, o), visitorDays{w: w, log: o.Log}}
+	s.consumers = []runner{s.clicks, conversions, newClickWatcher(w, o), retention{w: w, months: o.RawRetentionMonths, log: o.Log}}
 	if o.Health != nil {
 		conn, kcfg := o.ClickHouse, o.Kafka
 		o.Health.Add("clickhouse", func(ctx context.Context) error { return chstore.Ping(ctx, conn) })

@@ -154,41 +154,6 @@ func (w *Writer) loadVisitors(ctx context.Context, partition int32, start time.T
 	return nil
 }
 
-// visitorDays drops the days of click_visitors before yesterday, hourly: only the hours
-// around now are read back, and ClickHouse 18.16 has no TTL to drop them itself. Every
-// replica does it; dropping a day twice changes nothing.
-type visitorDays struct {
-	w   *Writer
-	log *slog.Logger
-}
-
-func (v visitorDays) run(ctx context.Context) error {
-	run.Every(ctx, time.Hour, v.log, "drop old days of click_visitors", v.w.dropVisitorDays)
-	return nil
-}
-
-func (visitorDays) check() error { return nil }
-
-// dropVisitorDays drops the days of click_visitors before yesterday.
-func (w *Writer) dropVisitorDays(ctx context.Context) error {
-	before := w.now().UTC().AddDate(0, 0, -1).Format("20060102")
-	rows, err := w.conn.Query(ctx, "SELECT DISTINCT partition FROM system.parts WHERE database = '"+w.db+
-		"' AND table = 'click_visitors' AND active AND partition < '"+before+"'")
-	if err != nil {
-		return fmt.Errorf("ingest: list the days of click_visitors: %w", err)
-	}
-	days, err := scanStrings(rows)
-	if err != nil {
-		return fmt.Errorf("ingest: list the days of click_visitors: %w", err)
-	}
-	for _, day := range days {
-		if err := w.conn.Exec(ctx, "ALTER TABLE "+w.db+".click_visitors DROP PARTITION "+day); err != nil {
-			return fmt.Errorf("ingest: drop day %s of click_visitors: %w", day, err)
-		}
-	}
-	return nil
-}
-
 func scanStrings(rows driver.Rows) ([]string, error) {
 	defer rows.Close()
 	var out []string

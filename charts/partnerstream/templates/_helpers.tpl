@@ -148,10 +148,13 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_OAUTH_LINKEDIN_ISSUER, commands: [api], value: {{ toJson $v.oauth.linkedin.issuer }}}
 - {env: PARTNERSTREAM_INGEST_BATCH_SIZE, commands: [ingest], value: {{ int64 $v.ingest.batchSize | toString | toJson }}}
 - {env: PARTNERSTREAM_INGEST_BATCH_INTERVAL, commands: [ingest], value: {{ toJson $v.ingest.batchInterval }}}
+- {env: PARTNERSTREAM_INGEST_RAW_RETENTION_MONTHS, commands: [ingest], value: {{ int64 $v.ingest.rawRetentionMonths | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_WORKERS, commands: [deliver], value: {{ int64 $v.deliver.workers | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_PER_TARGET, commands: [deliver], value: {{ int64 $v.deliver.perTarget | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_CLAIM_BATCH, commands: [deliver], value: {{ int64 $v.deliver.claimBatch | toString | toJson }}}
 - {env: PARTNERSTREAM_DELIVER_LEASE, commands: [deliver], value: {{ toJson $v.deliver.lease }}}
+- {env: PARTNERSTREAM_DELIVER_DISABLE_AFTER_DAYS, commands: [deliver], value: {{ int64 $v.deliver.disableAfterDays | toString | toJson }}}
+- {env: PARTNERSTREAM_DELIVER_RETENTION_DAYS, commands: [deliver], value: {{ int64 $v.deliver.retentionDays | toString | toJson }}}
 - {env: PARTNERSTREAM_EGRESS_ALLOW_CIDRS, commands: [api, deliver], value: {{ join "," $v.egress.allowCIDRs | toJson }}}
 {{- if or $v.egress.caBundle.configMapName $v.egress.caBundle.secretName }}
 - {env: PARTNERSTREAM_EGRESS_CA_FILE, commands: [api, deliver], value: {{ printf "/etc/partnerstream/egress-ca/%s" $v.egress.caBundle.key | toJson }}}

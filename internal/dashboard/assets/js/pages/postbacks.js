@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { deliveryTable } from '../deliveries.js';
+import { deliveryTable, healthPanel } from '../deliveries.js';
 import { sendTest } from '../sendtest.js';
 import { busy, clearFlash, flash, showError } from '../ui.js';
 
@@ -32,10 +32,38 @@ async function load() {
   loadDeliveries();
 }
 
+// showHealth shows the postback URL's health; once it is enabled again after being disabled,
+// it offers to replay what failed meanwhile (e: the health, with failing_since and
+// failed_since_failing of the time it was failing).
+function showHealth(e) {
+  healthPanel(document.getElementById('pb-health'), e, canWrite, {
+    disabled: e.breaker === 'disabled',
+    enable: async () => {
+      try {
+        const r = await api.post('/api/postbacks/enable', {});
+        flash(t('health.enabled'));
+        showHealth({ ...r.endpoint, failing_since: r.failing_since, failed_since_failing: r.failed });
+      } catch (err) {
+        showError(err);
+      }
+    },
+    replay: async () => {
+      try {
+        const r = await api.post('/api/webhooks/retry-failed', { postbacks: true, from: e.failing_since });
+        flash(t('deliveries.queued', { n: fmt.number(r.queued) }));
+        await loadDeliveries();
+      } catch (err) {
+        showError(err);
+      }
+    },
+  });
+}
+
 async function loadDeliveries() {
   const container = document.getElementById('pb-deliveries');
   try {
     const page = await api.get('/api/postbacks/deliveries', { limit: 50 });
+    showHealth(page.endpoint);
     deliveryTable(container, page.data, canWrite, async (d) => {
       try {
         await api.post(`/api/webhooks/${encodeURIComponent(d.id)}/replay`);

@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { deliveryTable } from '../deliveries.js';
+import { deliveryTable, healthPanel } from '../deliveries.js';
 import { sendTest } from '../sendtest.js';
 import { badge, busy, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
 
@@ -118,6 +118,29 @@ async function showDeliveries(w) {
   const container = document.getElementById('deliveries');
   try {
     const page = await api.get(`/api/webhooks/${encodeURIComponent(w.id)}/deliveries`, { limit: 50 });
+    const e = page.endpoint;
+    healthPanel(document.getElementById('deliveries-health'), e, canManage, {
+      disabled: w.suspended && e.breaker === 'disabled',
+      enable: async () => {
+        try {
+          const resumed = await api.patch(`/api/webhooks/${encodeURIComponent(w.id)}`, { suspended: false });
+          flash(t('health.enabled'));
+          await load();
+          await showDeliveries({ ...w, ...resumed, suspended: false });
+        } catch (err) {
+          showError(err);
+        }
+      },
+      replay: async () => {
+        try {
+          const r = await api.post('/api/webhooks/retry-failed', { webhook_id: w.id, from: e.failing_since });
+          flash(t('deliveries.queued', { n: fmt.number(r.queued) }));
+          await showDeliveries(w);
+        } catch (err) {
+          showError(err);
+        }
+      },
+    });
     deliveryTable(container, page.data, canManage, async (d) => {
       try {
         await api.post(`/api/webhooks/${encodeURIComponent(d.id)}/replay`);
