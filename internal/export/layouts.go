@@ -136,6 +136,7 @@ func statsName(g stats.GroupBy, r stats.Row, n conversions.Names) []string {
 // statsKeys are the key columns of each grouping.
 var statsKeys = map[stats.GroupBy][]string{
 	stats.Day:         {"day"},
+	stats.Hour:        {"hour"},
 	stats.Program:     {"program_id"},
 	stats.Affiliate:   {"affiliate_id"},
 	stats.Link:        {"link_id", "program_id", "affiliate_id"},
@@ -147,6 +148,8 @@ func statsKey(g stats.GroupBy, r stats.Row) []string {
 	switch g {
 	case stats.Day:
 		return []string{r.Day.Format(time.DateOnly)}
+	case stats.Hour:
+		return []string{r.Hour.Format(time.RFC3339)}
 	case stats.Program:
 		return []string{r.ProgramID}
 	case stats.Affiliate:

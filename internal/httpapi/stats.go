@@ -19,8 +19,8 @@ type StatsQuerier interface {
 	Query(ctx context.Context, scope stats.Scope, p stats.Params) ([]stats.Row, error)
 }
 
-// Limits of the rows of the groupings other than day (a day row per day of the range, at
-// most stats.MaxDays, is always complete).
+// Limits of the rows of the groupings other than day and hour (a row per day or hour of the
+// range, at most stats.MaxDays or 24 stats.MaxHourDays, is always complete).
 const (
 	statsDefaultLimit = 100
 	statsMaxLimit     = 1000
@@ -49,7 +49,7 @@ func (h statsHandlers) report(c *fiber.Ctx) error {
 	}
 	total := stats.Total(rows)
 	out := statsResponse{
-		From: p.From.Format(time.DateOnly), To: p.To.Format(time.DateOnly), GroupBy: string(p.GroupBy),
+		From: p.From.Format(time.DateOnly), To: p.To.Format(time.DateOnly), TZ: p.Location.String(), GroupBy: string(p.GroupBy),
 		Totals: figures(total), Currencies: []string{},
 	}
 	for _, a := range total.Amounts {
@@ -61,7 +61,7 @@ func (h statsHandlers) report(c *fiber.Ctx) error {
 	if len(out.Currencies) == 1 {
 		out.Currency = &out.Currencies[0]
 	}
-	if p.GroupBy != stats.Day && len(rows) > limit {
+	if p.GroupBy != stats.Day && p.GroupBy != stats.Hour && len(rows) > limit {
 		rows, out.HasMore = rows[:limit], true
 	}
 	out.Data = make([]statsRow, len(rows))
@@ -94,7 +94,7 @@ func statsScope(c *fiber.Ctx) stats.Scope {
 
 // statsParams reads the query, reporting every malformed parameter at once.
 func statsParams(c *fiber.Ctx) (stats.Params, int, error) {
-	p := stats.Params{GroupBy: stats.GroupBy(c.Query("group_by")), ProgramID: c.Query("program_id"), Currency: c.Query("currency")}
+	p := stats.Params{GroupBy: stats.GroupBy(c.Query("group_by")), ProgramID: c.Query("program_id"), Currency: c.Query("currency"), TZ: c.Query("tz")}
 	var errs []FieldError
 	for _, d := range []struct {
 		field string
@@ -137,8 +137,10 @@ func statsProblem(err error) error {
 }
 
 type statsResponse struct {
-	From    string `json:"from"`
-	To      string `json:"to"`
+	From string `json:"from"`
+	To   string `json:"to"`
+	// TZ is the zone of from, to, the days and the hours.
+	TZ      string `json:"tz"`
 	GroupBy string `json:"group_by"`
 	// Currency is the one currency of the amounts: the one asked for, else the only one the
 	// conversions in range have; null when they have none or several.
@@ -147,7 +149,7 @@ type statsResponse struct {
 	Currencies []string     `json:"currencies"`
 	Data       []statsRow   `json:"data"`
 	Totals     statsFigures `json:"totals"`
-	// HasMore says rows were left out beyond limit (never for day).
+	// HasMore says rows were left out beyond limit (never for day or hour).
 	HasMore bool `json:"has_more"`
 }
 
@@ -160,6 +162,7 @@ type statsRow struct {
 // names its program and affiliate).
 type statsKey struct {
 	Day         *string `json:"day,omitempty"`
+	Hour        *string `json:"hour,omitempty"`
 	ProgramID   *string `json:"program_id,omitempty"`
 	AffiliateID *string `json:"affiliate_id,omitempty"`
 	LinkID      *string `json:"link_id,omitempty"`
@@ -172,6 +175,9 @@ func key(g stats.GroupBy, r stats.Row) statsKey {
 	case stats.Day:
 		d := r.Day.Format(time.DateOnly)
 		return statsKey{Day: &d}
+	case stats.Hour:
+		h := r.Hour.Format(time.RFC3339)
+		return statsKey{Hour: &h}
 	case stats.Program:
 		return statsKey{ProgramID: &r.ProgramID}
 	case stats.Affiliate:

@@ -278,12 +278,16 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 		return aff == scope.id
 	}
 	out := map[string]stats.Row{}
-	row := func(day time.Time, program, affiliate, link, sub1, attribution string) (string, stats.Row) {
+	row := func(at time.Time, program, affiliate, link, sub1, attribution string) (string, stats.Row) {
 		var r stats.Row
 		var key string
 		switch g {
 		case stats.Day:
+			day := at.Truncate(24 * time.Hour)
 			r.Day, key = day, day.Format(time.DateOnly)
+		case stats.Hour:
+			hour := at.Truncate(time.Hour)
+			r.Hour, key = hour, hour.Format(time.RFC3339)
 		case stats.Program:
 			r.ProgramID, key = program, program
 		case stats.Affiliate:
@@ -311,7 +315,7 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 		if c.IsBot || !mine(c.AdvertiserID, c.AffiliateID) || !inRange(c.OccurredAt) || g == stats.Attribution {
 			continue
 		}
-		key, r := row(c.OccurredAt.Truncate(24*time.Hour), c.ProgramID, c.AffiliateID, c.LinkID, c.Sub1, "")
+		key, r := row(c.OccurredAt, c.ProgramID, c.AffiliateID, c.LinkID, c.Sub1, "")
 		r.Clicks++
 		if !c.IsDuplicate {
 			r.UniqueClicks++
@@ -346,7 +350,7 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 		if attribution == "" {
 			attribution = "click"
 		}
-		key, r := row(data.OccurredAt.Truncate(24*time.Hour), data.ProgramID, data.AffiliateID, click.LinkID, click.Sub1, attribution)
+		key, r := row(data.OccurredAt, data.ProgramID, data.AffiliateID, click.LinkID, click.Sub1, attribution)
 		amount, _ := money.Parse(data.Amount, data.Currency)
 		commission, _ := money.Parse(data.CommissionAmount, data.Currency)
 		r.Conversions.Total++
@@ -373,9 +377,13 @@ func (d dataset) expected(scope company, g stats.GroupBy, from, to time.Time, cu
 		amounts[key][data.Currency] = a
 		out[key] = r
 	}
-	if g == stats.Day {
-		for day := from; !day.After(to); day = day.AddDate(0, 0, 1) {
-			key, r := row(day, "", "", "", "", "")
+	if g == stats.Day || g == stats.Hour {
+		step := 24 * time.Hour
+		if g == stats.Hour {
+			step = time.Hour
+		}
+		for at := from; at.Before(to.AddDate(0, 0, 1)); at = at.Add(step) {
+			key, r := row(at, "", "", "", "", "")
 			out[key] = r
 		}
 	}
@@ -454,6 +462,8 @@ func rowKey(g stats.GroupBy, r stats.Row) string {
 	switch g {
 	case stats.Day:
 		return r.Day.Format(time.DateOnly)
+	case stats.Hour:
+		return r.Hour.Format(time.RFC3339)
 	case stats.Program:
 		return r.ProgramID
 	case stats.Affiliate:

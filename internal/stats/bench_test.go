@@ -25,7 +25,10 @@ var benchFrom = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 
 // BenchmarkStats30Days is `make bench-stats`: the 30-day report of an advertiser that owns
 // 10 million clicks (20 programs, 1,000 affiliates promoting 3 programs each, 3,000 links,
-// 5 sub1 values per link) and 200,000 conversions, in every grouping. The rows go into the
+// 5 sub1 values per link) and 200,000 conversions, in every grouping in UTC, and in
+// Asia/Kathmandu (+5:45) by day and hour (the quarter-hour rollups) and by link and sub1 (the
+// daily rollups plus the raw rows of the partial days at the range's edges), each against
+// the same grouping in UTC. The rows go into the
 // raw tables in bulk (INSERT ... SELECT FROM numbers), so the materialized views fill the
 // rollups exactly as ingest's inserts do; the query reads the rollups as they are, unmerged
 // parts included. It reports p50 and p95 per grouping.
@@ -42,7 +45,7 @@ func BenchmarkStats30Days(b *testing.B) {
 	// take the days that are no longer written to.
 	for _, state := range []string{"as-loaded", "merged"} {
 		if state == "merged" {
-			for _, table := range []string{"clicks_daily", "clicks_daily_sub1", "conversions_daily"} {
+			for _, table := range []string{"clicks_daily", "clicks_daily_sub1", "conversions_daily", "clicks_quarterly", "conversions_quarterly"} {
 				if err := conn.Exec(ctx, "OPTIMIZE TABLE "+db+"."+table+" FINAL"); err != nil {
 					b.Fatal(err)
 				}
@@ -52,8 +55,16 @@ func BenchmarkStats30Days(b *testing.B) {
 		for _, g := range stats.Groupings {
 			b.Run(state+"/"+string(g), func(b *testing.B) { benchQuery(b, q, g) })
 		}
+		// In pairs, UTC then the zone, so that a shared machine's load weighs on both alike:
+		// the ratio is the figure to compare across runs.
+		for _, g := range []stats.GroupBy{stats.Day, stats.Hour, stats.Link, stats.Sub1} {
+			b.Run(state+"/paired/"+string(g), func(b *testing.B) { benchPaired(b, q, g) })
+		}
 	}
 }
+
+// benchZone cuts the UTC days at 18:15: its days are a quarter-hour from UTC's.
+const benchZone = "Asia/Kathmandu"
 
 func benchQuery(b *testing.B, q *stats.Service, g stats.GroupBy) {
 	ctx := context.Background()
@@ -85,6 +96,31 @@ func benchQuery(b *testing.B, q *stats.Service, g stats.GroupBy) {
 	b.Logf("%s: %d rows over %d clicks; p50 %s, p95 %s", g, len(rows), total.Clicks, p50, p95)
 }
 
+func benchPaired(b *testing.B, q *stats.Service, g stats.GroupBy) {
+	ctx := context.Background()
+	scope := stats.Scope{CompanyID: "co_bench", Kind: identity.Advertiser}
+	var latencies [2][]time.Duration
+	b.ResetTimer()
+	for range b.N {
+		for i, tz := range []string{"", benchZone} {
+			t := time.Now()
+			if _, err := q.Query(ctx, scope, stats.Params{From: benchFrom, To: benchFrom.AddDate(0, 0, 29), GroupBy: g, TZ: tz}); err != nil {
+				b.Fatal(err)
+			}
+			latencies[i] = append(latencies[i], time.Since(t))
+		}
+	}
+	b.StopTimer()
+	var p50, p95 [2]time.Duration
+	for i := range latencies {
+		slices.Sort(latencies[i])
+		p50[i], p95[i] = latencies[i][len(latencies[i])/2], latencies[i][len(latencies[i])*95/100]
+	}
+	b.ReportMetric(float64(p50[1])/float64(p50[0]), "p50-ratio")
+	b.ReportMetric(float64(p95[1])/float64(p95[0]), "p95-ratio")
+	b.Logf("%s: UTC p50 %s p95 %s; %s p50 %s p95 %s", g, p50[0], p95[0], benchZone, p50[1], p95[1])
+}
+
 // settle waits for the merges the bulk insert set off: they would take both cores of a small
 // machine, which steady ingestion never does at once. The rollups keep their unmerged parts.
 func settle(b *testing.B, conn driver.Conn, db string) {
@@ -101,7 +137,7 @@ func settle(b *testing.B, conn driver.Conn, db string) {
 		}
 		time.Sleep(time.Second)
 	}
-	rows, err := conn.Query(ctx, "SELECT table, toUInt64(count()), sum(rows) FROM system.parts WHERE database = ? AND active AND table LIKE '%daily%' GROUP BY table ORDER BY table", db)
+	rows, err := conn.Query(ctx, "SELECT table, toUInt64(count()), sum(rows) FROM system.parts WHERE database = ? AND active AND (table LIKE '%daily%' OR table LIKE '%quarterly%') GROUP BY table ORDER BY table", db)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package stats
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,23 +21,28 @@ type Rows struct {
 	// Grouped by day: the day last returned, and the row read ahead of the days before it.
 	last  time.Time
 	ahead *Row
-	v     Row
-	err   error
+	// From the quarter-hour rollups: every row, made before the first is read (one per day
+	// or hour and currency, so at most a few thousand).
+	made []Row
+	v    Row
+	err  error
 }
 
 // Rows reads the figures of p's groups for an export, one row per group and currency of its
 // conversions, in one query whose result ClickHouse streams. A group's clicks (which have no
 // currency) repeat on each of its currency rows; a group without conversions has one row
-// without currency (or in p.Currency when asked). Every day of the range has a row when
-// grouped by day, in date order; the other groupings run by clicks, then commission,
-// descending, as Query orders them.
+// without currency (or in p.Currency when asked). Every day (or hour) of the range has a row
+// when grouped by day (or hour), in time order; the other groupings run by clicks, then
+// commission, descending, as Query orders them.
 func (s *Service) Rows(ctx context.Context, scope Scope, p Params) (*Rows, error) {
-	p, where, args, err := s.scoped(scope, p)
+	pl, err := s.plan(scope, p)
 	if err != nil {
 		return nil, err
 	}
-	g := groupings[p.GroupBy]
-	convWhere, convArgs := inCurrency(where, args, p.Currency)
+	p, g := pl.p, pl.g
+	if pl.quarters {
+		return s.bucketRows(ctx, pl)
+	}
 	earning := "status IN ('" + strings.Join(earningStatuses, "', '") + "')"
 	order := "clicks DESC, commission_sum DESC, k, p, a, currency"
 	if p.GroupBy == Day {
@@ -46,12 +52,12 @@ func (s *Service) Rows(ctx context.Context, scope Scope, p Params) (*Rows, error
 	// group lacks with defaults) keeps groups with only clicks or only conversions. Amounts
 	// are Decimal(38, 0), read as text as in Query.
 	// A grouping without clicks (attribution) reads its groups, with none, from its conversions.
-	clicks := "sum(clicks) AS clicks, sum(unique_clicks) AS uniques FROM " + s.db + "." + g.clicksTable
+	clicks, clickArgs := "sum(clicks) AS clicks, sum(unique_clicks) AS uniques FROM "+pl.clicks.from, pl.clicks.args
 	if g.clicksTable == "" {
-		clicks = "toUInt64(0) AS clicks, toUInt64(0) AS uniques FROM " + s.db + "." + g.convsTable
+		clicks, clickArgs = "toUInt64(0) AS clicks, toUInt64(0) AS uniques FROM "+pl.convsAll.from, pl.convsAll.args
 	}
 	q := "SELECT k, p, a, clicks, uniques, currency, pending, approved, rejected, paid, reversed, total, sale_text, commission_text FROM (" +
-		"SELECT " + g.key + " AS k, " + aliased(g.extra) + ", " + clicks + " WHERE " + where + " GROUP BY " + g.column +
+		"SELECT " + g.key + " AS k, " + aliased(g.extra) + ", " + clicks + " GROUP BY " + g.column +
 		") ALL FULL OUTER JOIN (" +
 		"SELECT " + g.key + " AS k, " + aliased(g.extra) + ", currency, " +
 		"sumIf(conversions, status = 'pending') AS pending, sumIf(conversions, status = 'approved') AS approved, " +
@@ -60,14 +66,63 @@ func (s *Service) Rows(ctx context.Context, scope Scope, p Params) (*Rows, error
 		"sumIf(sale_amount, " + earning + ") AS sale_sum, " +
 		"sumIf(commission, " + earning + ") AS commission_sum, " +
 		"toString(sale_sum) AS sale_text, toString(commission_sum) AS commission_text FROM " +
-		s.db + "." + g.convsTable + " WHERE " + convWhere + " GROUP BY " + g.column + ", currency " +
+		pl.convs.from + " GROUP BY " + g.column + ", currency " +
 		"HAVING total != 0 OR sale_sum != 0 OR commission_sum != 0" +
 		") USING (k, p, a) ORDER BY " + order
-	rows, err := s.conn.Query(ctx, q, append(args, convArgs...)...)
+	rows, err := s.conn.Query(ctx, q, append(slices.Clip(clickArgs), pl.convs.args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("stats: export: %w", err)
 	}
 	return &Rows{rows: rows, g: g, p: p, last: p.From.AddDate(0, 0, -1)}, nil
+}
+
+// bucketRows makes the export's rows of a plan read from the quarter-hour rollups: each day
+// or hour has a row per currency of its conversions, or one without any.
+func (s *Service) bucketRows(ctx context.Context, pl plan) (*Rows, error) {
+	clicks, convs, err := s.figures(ctx, pl)
+	if err != nil {
+		return nil, fmt.Errorf("stats: export: %w", err)
+	}
+	type cell struct{ key, currency string }
+	byCurrency := map[cell]*Row{}
+	currencies := map[string][]string{}
+	for _, c := range convs {
+		if c.zero() {
+			continue
+		}
+		k := cell{c.key, c.currency}
+		r := byCurrency[k]
+		if r == nil {
+			r = &Row{Currency: c.currency}
+			byCurrency[k] = r
+			currencies[c.key] = append(currencies[c.key], c.currency)
+		}
+		a := Amount{SaleAmount: r.SaleAmount, Commission: r.Commission}
+		c.addTo(r, &a)
+		r.SaleAmount, r.Commission = a.SaleAmount, a.Commission
+	}
+	clicksOf := map[string]clickFigures{}
+	for _, c := range clicks {
+		clicksOf[c.key] = c
+	}
+	out := &Rows{g: pl.g, p: pl.p}
+	for _, b := range pl.p.buckets() {
+		cs := currencies[b.key]
+		slices.Sort(cs)
+		if len(cs) == 0 {
+			cs = []string{pl.p.Currency}
+		}
+		for _, cur := range cs {
+			r := Row{Currency: cur}
+			if v := byCurrency[cell{b.key, cur}]; v != nil {
+				r = *v
+			}
+			pl.g.set(&r, b.key, "", "")
+			r.Clicks, r.UniqueClicks = clicksOf[b.key].clicks, clicksOf[b.key].unique
+			out.made = append(out.made, r)
+		}
+	}
+	return out, nil
 }
 
 // aliased names a grouping's extra columns p and a.
@@ -82,6 +137,13 @@ func aliased(extra string) string {
 func (r *Rows) Next() bool {
 	if r.err != nil {
 		return false
+	}
+	if r.rows == nil {
+		if len(r.made) == 0 {
+			return false
+		}
+		r.v, r.made = r.made[0], r.made[1:]
+		return true
 	}
 	if r.p.GroupBy != Day {
 		if !r.rows.Next() {
@@ -149,8 +211,15 @@ func (r *Rows) Err() error {
 	if r.err != nil {
 		return r.err
 	}
+	if r.rows == nil {
+		return nil
+	}
 	return r.rows.Err()
 }
 
 // Close ends the query.
-func (r *Rows) Close() { _ = r.rows.Close() }
+func (r *Rows) Close() {
+	if r.rows != nil {
+		_ = r.rows.Close()
+	}
+}

@@ -79,7 +79,7 @@ func TestRowsRefuseWhatQueryRefuses(t *testing.T) {
 		t.Errorf("an admin scope: %v, want ErrScope", err)
 	}
 	var pe *stats.ParamError
-	if _, err := s.Rows(context.Background(), stats.Scope{CompanyID: "co_a", Kind: identity.Advertiser}, stats.Params{GroupBy: "hour"}); !errors.As(err, &pe) {
+	if _, err := s.Rows(context.Background(), stats.Scope{CompanyID: "co_a", Kind: identity.Advertiser}, stats.Params{GroupBy: "week"}); !errors.As(err, &pe) {
 		t.Errorf("an unknown grouping: %v, want a ParamError", err)
 	}
 }

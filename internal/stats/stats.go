@@ -5,14 +5,18 @@
 package stats
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	// The zones of the tz parameter, whatever the host or image has in /usr/share/zoneinfo.
+	_ "time/tzdata"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -35,15 +39,18 @@ const (
 	// Attribution groups conversions by what attributed them (click, coupon, customer). A
 	// click has no attribution, so its rows have no clicks.
 	Attribution GroupBy = "attribution"
+	// Hour is the hours of the range in the caller's time zone, every one of them.
+	Hour GroupBy = "hour"
 )
 
 // Groupings lists every GroupBy, in the order the API documents them.
-var Groupings = []GroupBy{Day, Program, Affiliate, Link, Sub1, Attribution}
+var Groupings = []GroupBy{Day, Program, Affiliate, Link, Sub1, Attribution, Hour}
 
-// Range limits.
+// Range limits. A range grouped by hour spans at most MaxHourDays days (744 rows).
 const (
 	DefaultDays = 30
 	MaxDays     = 400
+	MaxHourDays = 31
 )
 
 // Scope is who asks: an advertiser sees the traffic of its programs, an affiliate its own.
@@ -55,10 +62,13 @@ type Scope struct {
 // ErrScope is returned for a scope that is neither an advertiser nor an affiliate.
 var ErrScope = errors.New("stats: the caller is neither an advertiser nor an affiliate")
 
-// Params select the rows. From and To are UTC days, both included; the time of day is
-// ignored.
+// Params select the rows. From and To are days of the caller's time zone, both included;
+// the time of day is ignored.
 type Params struct {
-	From, To  time.Time
+	From, To time.Time
+	// TZ is the caller's time zone, an IANA name; empty is UTC. Resolve sets Location from it.
+	TZ        string
+	Location  *time.Location
 	GroupBy   GroupBy
 	ProgramID string
 	// Currency restricts conversions and amounts to one currency. Empty takes every
@@ -85,7 +95,10 @@ type Conversions struct {
 // Row is one group's figures. Only the fields of the grouping are set (a link row also
 // carries its program and affiliate).
 type Row struct {
+	// Day is a date (at midnight UTC, whatever the zone). Hour is the start of an hour, in the
+	// caller's zone.
 	Day         time.Time
+	Hour        time.Time
 	ProgramID   string
 	AffiliateID string
 	LinkID      string
@@ -200,8 +213,9 @@ func New(conn driver.Conn, database string, o Options) *Service {
 	return &Service{conn: conn, db: database, now: o.Now}
 }
 
-// Resolve validates p and fills its defaults: group by day, and the last DefaultDays days
-// up to today (UTC). A lone From runs to today; a lone To starts DefaultDays-1 days before.
+// Resolve validates p and fills its defaults: group by day, in UTC, and the last DefaultDays
+// days up to today (in the caller's zone). A lone From runs to today; a lone To starts
+// DefaultDays-1 days before.
 func (s *Service) Resolve(p Params) (Params, error) {
 	if p.GroupBy == "" {
 		p.GroupBy = Day
@@ -216,8 +230,13 @@ func (s *Service) Resolve(p Params) (Params, error) {
 	if p.Currency != "" && !money.ValidCurrency(p.Currency) {
 		return Params{}, &ParamError{"currency", fmt.Sprintf("%q is not an ISO 4217 currency code such as EUR", p.Currency)}
 	}
+	loc, err := location(p.TZ)
+	if err != nil {
+		return Params{}, err
+	}
+	p.Location = loc
 	if p.To.IsZero() {
-		p.To = s.now()
+		p.To = s.now().In(loc)
 	}
 	p.To = day(p.To)
 	if p.From.IsZero() {
@@ -235,12 +254,42 @@ func (s *Service) Resolve(p Params) (Params, error) {
 	if p.From.After(p.To) {
 		return Params{}, &ParamError{"from", fmt.Sprintf("%s is after to (%s)", p.From.Format(time.DateOnly), p.To.Format(time.DateOnly))}
 	}
-	if n := days(p.From, p.To); n > MaxDays {
-		return Params{}, &ParamError{"to", fmt.Sprintf("the range %s to %s spans %d days; at most %d are allowed",
-			p.From.Format(time.DateOnly), p.To.Format(time.DateOnly), n, MaxDays)}
+	most, by := MaxDays, ""
+	if p.GroupBy == Hour {
+		most, by = MaxHourDays, " grouped by hour"
+	}
+	if n := days(p.From, p.To); n > most {
+		return Params{}, &ParamError{"to", fmt.Sprintf("the range %s to %s spans %d days; at most %d are allowed%s",
+			p.From.Format(time.DateOnly), p.To.Format(time.DateOnly), n, most, by)}
+	}
+	if p.GroupBy == Day || p.GroupBy == Hour {
+		// The quarter-hour rollups cut time into quarters of UTC hours: a day or hour that does
+		// not start on one (a zone's offset before 1980 in a few places) cannot be summed exactly.
+		for _, b := range p.buckets() {
+			if b.start.Unix()%quarter != 0 {
+				return Params{}, &ParamError{"tz", fmt.Sprintf("%s starts a %s at %s, not on a quarter hour of UTC: reports by %s in it are not kept",
+					loc, p.GroupBy, b.start.In(loc).Format(time.RFC3339), p.GroupBy)}
+			}
+		}
 	}
 	return p, nil
 }
+
+// location is the zone named tz: UTC when empty.
+func location(tz string) (*time.Location, error) {
+	if tz == "" || tz == "UTC" {
+		return time.UTC, nil
+	}
+	// "Local" is this server's zone, which means nothing to a caller.
+	loc, err := time.LoadLocation(tz)
+	if err != nil || tz == "Local" {
+		return nil, &ParamError{"tz", fmt.Sprintf("must be one of the IANA time zone names, such as Europe/Berlin or Asia/Kolkata; %q is not", tz)}
+	}
+	return loc, nil
+}
+
+// quarter is the step of the quarter-hour rollups, in seconds.
+const quarter = 15 * 60
 
 // hasDay reports whether key, a day as ClickHouse writes it, lies in the resolved range.
 func (p Params) hasDay(key string) bool {
@@ -248,14 +297,51 @@ func (p Params) hasDay(key string) bool {
 	return err == nil && !d.Before(p.From) && !d.After(p.To)
 }
 
+// day is t's date, at midnight UTC.
 func day(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
+	y, m, d := t.Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
 // days counts the days from..to, both included.
 func days(from, to time.Time) int {
 	return int(to.Sub(from).Hours()/24) + 1
+}
+
+// midnight is the instant date d starts in loc.
+func midnight(d time.Time, loc *time.Location) time.Time {
+	return time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, loc)
+}
+
+// span is the resolved range as instants: from the first day's start to the day after the
+// last one's, in the caller's zone.
+func (p Params) span() (start, end time.Time) {
+	return midnight(p.From, p.Location), midnight(p.To.AddDate(0, 0, 1), p.Location)
+}
+
+// bucket is a row of the day or hour groupings: its start, and its key.
+type bucket struct {
+	start time.Time
+	key   string
+}
+
+// buckets are the rows of the day or hour groupings, in order: each runs to the next one's
+// start, the last to the end of the range. Hours are consecutive hours from the first day's
+// start, keyed by their local start with its offset, so the hour a change to daylight saving
+// time repeats has two rows and the one it skips none.
+func (p Params) buckets() []bucket {
+	var out []bucket
+	if p.GroupBy == Hour {
+		start, end := p.span()
+		for t := start; t.Before(end); t = t.Add(time.Hour) {
+			out = append(out, bucket{t, t.In(p.Location).Format(time.RFC3339)})
+		}
+		return out
+	}
+	for d := p.From; !d.After(p.To); d = d.AddDate(0, 0, 1) {
+		out = append(out, bucket{midnight(d, p.Location), d.Format(time.DateOnly)})
+	}
+	return out
 }
 
 // grouping says where a GroupBy's rows come from and how its key reads. Rows are grouped by
@@ -284,25 +370,242 @@ var groupings = map[GroupBy]grouping{
 	Sub1: {"clicks_daily_sub1", convsDaily, "sub1", "sub1", noExtra, func(r *Row, key, _, _ string) { r.Sub1 = key }},
 	// ClickHouse migration 0006.
 	Attribution: {"", "conversions_daily_attribution", "attribution", "attribution", noExtra, func(r *Row, key, _, _ string) { r.Attribution = key }},
+	// The quarter-hour rollups (migration 0010), summed into the caller's hours (plan.quarters).
+	Hour: {"clicks_quarterly", "conversions_quarterly", "quarter", "toString(toUInt32(quarter))", noExtra, func(r *Row, key, _, _ string) {
+		r.Hour, _ = time.Parse(time.RFC3339, key)
+	}},
 }
 
 const convsDaily = "conversions_daily"
+
+// rollupColumns are the group columns of each daily rollup: what the raw rows of a range's
+// partial days (plan.edges) select to be summed with it.
+var rollupColumns = map[string]string{
+	"clicks_daily":                  "program_id, affiliate_id, link_id",
+	"clicks_daily_sub1":             "program_id, affiliate_id, sub1",
+	convsDaily:                      "program_id, affiliate_id, link_id, sub1",
+	"conversions_daily_attribution": "program_id, affiliate_id, attribution",
+}
+
+// The figures of a daily rollup's rows, and the same summed from raw clicks or conversion
+// changes as the materialized views sum them (by the rollup's columns and rawGroup: the raw
+// rows are summed before the union, which then adds thousands of rows rather than a day's
+// clicks).
+const (
+	clickSums      = "clicks, unique_clicks"
+	rawClickSums   = "count() AS clicks, countIf(is_duplicate = 0) AS unique_clicks"
+	convSums       = "currency, status, conversions, sale_amount, commission"
+	rawConvSums    = "currency, status, sum(toInt64(sign)) AS conversions, sum(toDecimal128(sign * amount, 0)) AS sale_amount, sum(toDecimal128(sign * commission, 0)) AS commission"
+	rawConvGroup   = ", currency, status"
+	quarterlyScope = "company_id"
+)
 
 var scopeColumns = map[string]string{
 	identity.Advertiser: "advertiser_id",
 	identity.Affiliate:  "affiliate_id",
 }
 
-// Query returns one row per group with traffic or conversions in range; grouped by day, every
-// day of the range has a row, zeros included. Rows by day run in date order, the others by
-// clicks, then commission, descending.
+// source is what a query reads: a table with its condition, or a subquery (FROM source GROUP
+// BY ...).
+type source struct {
+	from string
+	args []any
+}
+
+// plan is a resolved query: its parameters, its grouping and the sources of its clicks and
+// conversions (convsAll without the currency filter).
+type plan struct {
+	p                       Params
+	g                       grouping
+	clicks, convs, convsAll source
+	// quarters says the sources are the quarter-hour rollups, keyed by quarter, to be summed
+	// into p's buckets (plan.bucketed).
+	quarters bool
+}
+
+// plan resolves p and picks the sources of its figures. Whole UTC days come from the daily
+// rollups, as they are stored. A range of the caller's days that starts or ends within a UTC
+// day (any zone but UTC and its like) is read, grouped by day or hour, from the quarter-hour
+// rollups, and in the other groupings as its whole UTC days from the daily rollups plus the
+// raw clicks and conversion changes of the partial days at its edges: less than a day in all,
+// one primary-key range of each raw table per edge.
+func (s *Service) plan(scope Scope, p Params) (plan, error) {
+	col, ok := scopeColumns[scope.Kind]
+	if !ok || scope.CompanyID == "" {
+		return plan{}, fmt.Errorf("%w (kind %q)", ErrScope, scope.Kind)
+	}
+	p, err := s.Resolve(p)
+	if err != nil {
+		return plan{}, err
+	}
+	g := groupings[p.GroupBy]
+	pl := plan{p: p, g: g}
+	start, end := p.span()
+	lo, hi := utcDay(start), utcDay(end)
+	if lo.Before(start) {
+		lo = lo.AddDate(0, 0, 1)
+	}
+	aligned := lo.Equal(start) && hi.Equal(end)
+	if p.GroupBy == Day {
+		// London's range of January to December starts and ends on UTC midnights, not its
+		// summer days.
+		for _, b := range p.buckets() {
+			aligned = aligned && b.start.Equal(utcDay(b.start))
+		}
+	}
+	if p.GroupBy == Day && !aligned || p.GroupBy == Hour {
+		if p.GroupBy == Day {
+			g = groupings[Hour]
+			g.set = groupings[Day].set
+			pl.g = g
+		}
+		pl.quarters = true
+		cond := quarterlyScope + " = ? AND quarter >= toDateTime(?) AND quarter < toDateTime(?)"
+		args := []any{scope.CompanyID, start.Unix(), end.Unix()}
+		cond, args = p.inProgram(cond, args)
+		pl.clicks = source{s.db + "." + g.clicksTable + " WHERE " + cond, args}
+		pl.convsAll = source{s.db + "." + g.convsTable + " WHERE " + cond, args}
+		cond, args = inCurrency(cond, args, p.Currency)
+		pl.convs = source{s.db + "." + g.convsTable + " WHERE " + cond, args}
+		return pl, nil
+	}
+	// The whole UTC days [lo, hi) from the rollups, the rest [start, end) from the raw rows.
+	var edges [][2]time.Time
+	switch {
+	case !lo.Before(hi): // no whole UTC day
+		edges = append(edges, [2]time.Time{start, end})
+	default:
+		if start.Before(lo) {
+			edges = append(edges, [2]time.Time{start, lo})
+		}
+		if hi.Before(end) {
+			edges = append(edges, [2]time.Time{hi, end})
+		}
+	}
+	daily := func(table string, currency string) (string, []any) {
+		cond := col + " = ? AND day >= toDate(?) AND day <= toDate(?)"
+		args := []any{scope.CompanyID, lo.Format(time.DateOnly), hi.AddDate(0, 0, -1).Format(time.DateOnly)}
+		cond, args = p.inProgram(cond, args)
+		cond, args = inCurrency(cond, args, currency)
+		return s.db + "." + table + " WHERE " + cond, args
+	}
+	src := func(table, sums, raw, rawSums, rawCond, rawGroup, currency string) source {
+		if len(edges) == 0 {
+			from, args := daily(table, currency)
+			return source{from, args}
+		}
+		var parts []string
+		var args []any
+		if lo.Before(hi) {
+			from, a := daily(table, currency)
+			parts, args = append(parts, "SELECT "+rollupColumns[table]+", "+sums+" FROM "+from), a
+		}
+		// The UTC days of the edges, spelled as the clicks' sorting key has them: ClickHouse
+		// 18.16 does not narrow toDate(occurred_at) from a condition on occurred_at, and would
+		// read the advertiser's whole month.
+		var days, times []string
+		cond := col + " = ?"
+		rawArgs := []any{scope.CompanyID}
+		for _, e := range edges {
+			for d := utcDay(e[0]); d.Before(e[1]); d = d.AddDate(0, 0, 1) {
+				days = append(days, "toDate(?)")
+				rawArgs = append(rawArgs, d.Format(time.DateOnly))
+			}
+		}
+		for _, e := range edges {
+			times = append(times, "occurred_at >= toDateTime(?) AND occurred_at < toDateTime(?)")
+			rawArgs = append(rawArgs, e[0].Unix(), e[1].Unix())
+		}
+		cond += " AND toDate(occurred_at) IN (" + strings.Join(days, ", ") + ") AND (" + strings.Join(times, " OR ") + ")" + rawCond
+		cond, rawArgs = p.inProgram(cond, rawArgs)
+		cond, rawArgs = inCurrency(cond, rawArgs, currency)
+		parts = append(parts, "SELECT "+rollupColumns[table]+", "+rawSums+" FROM "+s.db+"."+raw+" WHERE "+cond+
+			" GROUP BY "+rollupColumns[table]+rawGroup)
+		return source{"(" + strings.Join(parts, " UNION ALL ") + ")", append(args, rawArgs...)}
+	}
+	if g.clicksTable != "" {
+		pl.clicks = src(g.clicksTable, clickSums, "clicks", rawClickSums, " AND is_bot = 0", "", "")
+	}
+	pl.convs = src(g.convsTable, convSums, "conversion_changes", rawConvSums, "", rawConvGroup, p.Currency)
+	pl.convsAll = src(g.convsTable, convSums, "conversion_changes", rawConvSums, "", rawConvGroup, "")
+	return pl, nil
+}
+
+// utcDay is the UTC day t falls in, at its start.
+func utcDay(t time.Time) time.Time {
+	return day(t.UTC())
+}
+
+// inProgram narrows a condition to the asked program, if any.
+func (p Params) inProgram(cond string, args []any) (string, []any) {
+	if p.ProgramID == "" {
+		return cond, args
+	}
+	return cond + " AND program_id = ?", append(slices.Clip(args), p.ProgramID)
+}
+
+// bucketed sums figures keyed by quarter (the quarter-hour rollups' key, seconds since 1970)
+// into the plan's buckets, keyed as the buckets are. Quarters outside the range are dropped.
+func (pl plan) bucketed(clicks []clickFigures, convs []conversionFigures) ([]clickFigures, []conversionFigures) {
+	bs := pl.p.buckets()
+	_, end := pl.p.span()
+	find := func(key string) (string, bool) {
+		sec, err := strconv.ParseInt(key, 10, 64)
+		if err != nil {
+			return "", false
+		}
+		at := time.Unix(sec, 0)
+		if !at.Before(end) {
+			return "", false
+		}
+		i, _ := slices.BinarySearchFunc(bs, at, func(b bucket, t time.Time) int { return b.start.Compare(t) })
+		if i == len(bs) || !bs[i].start.Equal(at) {
+			i-- // at falls within the bucket before
+		}
+		if i < 0 {
+			return "", false
+		}
+		return bs[i].key, true
+	}
+	at := map[string]int{} // the index in cs of a bucket's clicks
+	var cs []clickFigures
+	for _, c := range clicks {
+		k, ok := find(c.key)
+		if !ok {
+			continue
+		}
+		if i, ok := at[k]; ok {
+			cs[i].clicks += c.clicks
+			cs[i].unique += c.unique
+			continue
+		}
+		at[k] = len(cs)
+		cs = append(cs, clickFigures{key: k, clicks: c.clicks, unique: c.unique})
+	}
+	// Not summed here: a conversion's figures add up per row, currency and status downstream.
+	var vs []conversionFigures
+	for _, c := range convs {
+		if k, ok := find(c.key); ok {
+			c.key = k
+			vs = append(vs, c)
+		}
+	}
+	return cs, vs
+}
+
+// Query returns one row per group with traffic or conversions in range; grouped by day or
+// hour, every day or hour of the range has a row, zeros included. Rows by day and hour run in
+// time order, the others by clicks, then commission, descending.
 func (s *Service) Query(ctx context.Context, scope Scope, p Params) ([]Row, error) {
-	p, where, args, err := s.scoped(scope, p)
+	pl, err := s.plan(scope, p)
 	if err != nil {
 		return nil, err
 	}
-	g := groupings[p.GroupBy]
-
+	p, g := pl.p, pl.g
+	clicks, convs, err := s.figures(ctx, pl)
+	if err != nil {
+		return nil, err
+	}
 	rows := map[string]*Row{}
 	get := func(key, program, affiliate string) *Row {
 		r, ok := rows[key]
@@ -312,23 +615,6 @@ func (s *Service) Query(ctx context.Context, scope Scope, p Params) ([]Row, erro
 			rows[key] = r
 		}
 		return r
-	}
-	var clicks []clickFigures
-	var convs []conversionFigures
-	var clickErr, convErr error
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); clicks, clickErr = s.clicks(ctx, g, where, args) }()
-	go func() { defer wg.Done(); convs, convErr = s.conversions(ctx, g, where, args, p.Currency) }()
-	wg.Wait()
-	if err := errors.Join(clickErr, convErr); err != nil {
-		return nil, err
-	}
-	if p.GroupBy == Day {
-		// Whatever is stored, a range yields only its own days: the condition compares days in
-		// ClickHouse, where a time outside DateTime's range has wrapped onto another one.
-		clicks = slices.DeleteFunc(clicks, func(c clickFigures) bool { return !p.hasDay(c.key) })
-		convs = slices.DeleteFunc(convs, func(c conversionFigures) bool { return !p.hasDay(c.key) })
 	}
 	currencies := currenciesOf(p.Currency, convs)
 	for _, c := range clicks {
@@ -346,9 +632,9 @@ func (s *Service) Query(ctx context.Context, scope Scope, p Params) ([]Row, erro
 		}
 		c.addTo(r, &r.Amounts[slices.Index(currencies, c.currency)])
 	}
-	if p.GroupBy == Day {
-		for d := p.From; !d.After(p.To); d = d.AddDate(0, 0, 1) {
-			get(d.Format(time.DateOnly), "", "")
+	if p.GroupBy == Day || p.GroupBy == Hour {
+		for _, b := range p.buckets() {
+			get(b.key, "", "")
 		}
 	}
 	out := make([]Row, 0, len(rows))
@@ -365,29 +651,33 @@ func (s *Service) Query(ctx context.Context, scope Scope, p Params) ([]Row, erro
 	return out, nil
 }
 
-// scoped resolves p and builds the rollups' condition: the scope's company, the range and
-// the program.
-func (s *Service) scoped(scope Scope, p Params) (Params, string, []any, error) {
-	col, ok := scopeColumns[scope.Kind]
-	if !ok || scope.CompanyID == "" {
-		return Params{}, "", nil, fmt.Errorf("%w (kind %q)", ErrScope, scope.Kind)
+// figures reads a plan's clicks and conversions, concurrently, keyed by the plan's groups.
+func (s *Service) figures(ctx context.Context, pl plan) ([]clickFigures, []conversionFigures, error) {
+	var clicks []clickFigures
+	var convs []conversionFigures
+	var clickErr, convErr error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); clicks, clickErr = s.clicks(ctx, pl.g, pl.clicks) }()
+	go func() { defer wg.Done(); convs, convErr = s.conversions(ctx, pl.g, pl.convs) }()
+	wg.Wait()
+	if err := errors.Join(clickErr, convErr); err != nil {
+		return nil, nil, err
 	}
-	p, err := s.Resolve(p)
-	if err != nil {
-		return Params{}, "", nil, err
+	if pl.quarters {
+		clicks, convs = pl.bucketed(clicks, convs)
+	} else if pl.p.GroupBy == Day {
+		// Whatever is stored, a range yields only its own days: the condition compares days in
+		// ClickHouse, where a time outside DateTime's range has wrapped onto another one.
+		clicks = slices.DeleteFunc(clicks, func(c clickFigures) bool { return !pl.p.hasDay(c.key) })
+		convs = slices.DeleteFunc(convs, func(c conversionFigures) bool { return !pl.p.hasDay(c.key) })
 	}
-	where := col + " = ? AND day >= toDate(?) AND day <= toDate(?)"
-	args := []any{scope.CompanyID, p.From.Format(time.DateOnly), p.To.Format(time.DateOnly)}
-	if p.ProgramID != "" {
-		where += " AND program_id = ?"
-		args = append(args, p.ProgramID)
-	}
-	return p, where, args, nil
+	return clicks, convs, nil
 }
 
 func sortRows(rows []Row, g GroupBy) {
-	if g == Day {
-		slices.SortFunc(rows, func(a, b Row) int { return a.Day.Compare(b.Day) })
+	if g == Day || g == Hour {
+		slices.SortFunc(rows, func(a, b Row) int { return cmp.Or(a.Day.Compare(b.Day), a.Hour.Compare(b.Hour)) })
 		return
 	}
 	key := func(r Row) string {
@@ -443,13 +733,12 @@ type clickFigures struct {
 	clicks, unique          int64
 }
 
-func (s *Service) clicks(ctx context.Context, g grouping, where string, args []any) ([]clickFigures, error) {
+func (s *Service) clicks(ctx context.Context, g grouping, src source) ([]clickFigures, error) {
 	if g.clicksTable == "" {
 		return nil, nil
 	}
-	q := "SELECT " + g.key + ", " + g.extra + ", sum(clicks), sum(unique_clicks) FROM " +
-		s.db + "." + g.clicksTable + " WHERE " + where + " GROUP BY " + g.column
-	rows, err := s.conn.Query(ctx, q, args...)
+	q := "SELECT " + g.key + ", " + g.extra + ", sum(clicks), sum(unique_clicks) FROM " + src.from + " GROUP BY " + g.column
+	rows, err := s.conn.Query(ctx, q, src.args...)
 	if err != nil {
 		return nil, fmt.Errorf("stats: query clicks: %w", err)
 	}
@@ -515,12 +804,11 @@ func inCurrency(where string, args []any, currency string) (string, []any) {
 	return where + " AND currency = ?", append(slices.Clip(args), currency)
 }
 
-func (s *Service) conversions(ctx context.Context, g grouping, where string, args []any, currency string) ([]conversionFigures, error) {
-	where, args = inCurrency(where, args, currency)
+func (s *Service) conversions(ctx context.Context, g grouping, src source) ([]conversionFigures, error) {
 	// The amounts are Decimal(38, 0) (migration 0005): read as text, as no Go integer holds them.
 	q := "SELECT " + g.key + ", " + g.extra + ", currency, status, sum(conversions), toString(sum(sale_amount)), toString(sum(commission)) FROM " +
-		s.db + "." + g.convsTable + " WHERE " + where + " GROUP BY " + g.column + ", currency, status"
-	rows, err := s.conn.Query(ctx, q, args...)
+		src.from + " GROUP BY " + g.column + ", currency, status"
+	rows, err := s.conn.Query(ctx, q, src.args...)
 	if err != nil {
 		return nil, fmt.Errorf("stats: query conversions: %w", err)
 	}

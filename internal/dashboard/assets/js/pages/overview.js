@@ -12,15 +12,22 @@ let report;
 // zeros in its programs' currency; an affiliate's, with no currency to show, are dashes.
 let fallback = '';
 
-function isoDay(d) { return d.toISOString().slice(0, 10); }
+// The figures are the user's days: the API cuts them in the browser's time zone.
+const tz = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+
+// isoDay is a date of the browser's calendar, as YYYY-MM-DD.
+function isoDay(d) {
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+}
 
 const today = new Date();
 form.to.value = isoDay(today);
-form.from.value = isoDay(new Date(today.getTime() - 29 * 864e5));
+form.from.value = isoDay(new Date(today.getFullYear(), today.getMonth(), today.getDate() - 29));
 
 // The download link exports the report of the range shown.
 function updateExport() {
-  document.getElementById('export').href = withQuery('/api/stats.csv', { group_by: 'day', from: form.from.value, to: form.to.value });
+  document.getElementById('export').href = withQuery('/api/stats.csv', { group_by: 'day', from: form.from.value, to: form.to.value, tz });
 }
 form.addEventListener('change', updateExport);
 updateExport();
@@ -30,7 +37,7 @@ async function load() {
   clearFlash();
   totalsEl.setAttribute('aria-busy', 'true');
   try {
-    report = await api.get('/api/stats', { group_by: 'day', from: form.from.value, to: form.to.value });
+    report = await api.get('/api/stats', { group_by: 'day', from: form.from.value, to: form.to.value, tz });
     clearFieldErrors(form);
   } catch (err) {
     // A refused range is marked on its dates.
@@ -103,7 +110,7 @@ async function partnerNames() {
 async function leaders(cur) {
   const section = document.getElementById('leaders-section');
   try {
-    leaderRows ??= (await api.get('/api/stats', { group_by: 'affiliate', from: form.from.value, to: form.to.value, limit: 1000 })).data;
+    leaderRows ??= (await api.get('/api/stats', { group_by: 'affiliate', from: form.from.value, to: form.to.value, tz, limit: 1000 })).data;
     partners ??= await partnerNames();
   } catch (err) {
     showError(err);
