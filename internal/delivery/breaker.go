@@ -141,8 +141,8 @@ WHERE open_until IS NOT NULL OR disabled_at IS NOT NULL`)
 		}
 	}
 	s.breakers.open, s.breakers.disabled = open, disabled
-	s.breakers.mu.Unlock()
 	openBreakers.Set(float64(len(open)))
+	s.breakers.mu.Unlock()
 	return nil
 }
 

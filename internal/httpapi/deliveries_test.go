@@ -558,7 +558,7 @@ func TestTheTestEndpointRefusesWhatItCannotDo(t *testing.T) {
 		status     int
 		message    string
 	}{
-		{"an event type without a sample", `{"event_type": "click.created"}`, 400, "event_type: must be one of commission.status_changed, conversion.approved"},
+		{"an event type without a sample", `{"event_type": "click.created"}`, 400, "event_type: must be one of commission.held, commission.released, commission.status_changed, conversion.approved"},
 		{"a webhook and a secret", `{"webhook_id": "` + theirs + `", "secret": "` + signing.NewSecret() + `"}`, 400, "not both"},
 		{"a malformed secret", `{"secret": "hunter2"}`, 400, "secret: must be a signing secret"},
 		{"send without a webhook", `{"send": true}`, 400, "send: needs webhook_id"},

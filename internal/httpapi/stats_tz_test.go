@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ingest"
@@ -128,7 +129,7 @@ type tzReport struct {
 // routes and in the CSV file.
 func TestStatsTakeTheCallersTimeZone(t *testing.T) {
 	f := newStatsFixture(t)
-	f.srv.MountExports(nil, stats.New(f.ch, f.chDB, stats.Options{}))
+	f.srv.MountExports(conversions.New(f.db, conversions.Options{}), stats.New(f.ch, f.chDB, stats.Options{}))
 	tr := writeTZTraffic(t, f)
 	routes := []struct {
 		path    string
