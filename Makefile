@@ -98,7 +98,7 @@ bench-stats: ## p50/p95 of 30-day stats queries over 10 million clicks, per grou
 bench-export: ## Streamed CSV export of 10k, 100k and 1M conversions over HTTP: rows/s, CPU µs/row, peak heap and RSS (flat), against a cursor-only read
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/httpapi/ -run '^$$' -bench 'ExportMemory' -benchtime 1x -timeout 30m
 
-bench-deliver: ## Signed deliveries/s end to end (Kafka -> Postgres -> signed POST -> recorded) beside a plain POST loop, and event-to-delivery p50/p95 at 1,000 events/s
+bench-deliver: ## Signed deliveries/s end to end (Kafka -> Postgres -> signed POST -> recorded) beside a plain POST loop, event-to-delivery p50/p95 at 1,000 events/s, and healthy deliveries/s beside a receiver that never answers
 	@bash hack/bench-deliver.sh
 
 FUZZTIME ?= 20s
