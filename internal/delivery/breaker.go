@@ -39,7 +39,7 @@ func cooldown(failures int) time.Duration {
 type target struct{ kind, id string }
 
 // breakers is this process's copy of the open breakers, read from Postgres before each
-// claim, so a breaker opened by another replica's failures holds here too.
+// claim, so a breaker opened by another replica's failures holds here too. newBreakers makes one.
 type breakers struct {
 	mu   sync.RWMutex
 	open map[target]time.Time // open until
@@ -59,18 +59,16 @@ func (b *breakers) note(t target, ok bool, now time.Time) {
 		delete(b.failures, t)
 		return
 	}
-	if b.failures == nil {
-		b.failures = map[target]int{}
-	}
 	b.failures[t]++
 	if n := b.failures[t]; n >= breakerThreshold {
 		if _, open := b.open[t]; !open {
-			if b.open == nil {
-				b.open = map[target]time.Time{}
-			}
 			b.open[t] = now.Add(cooldown(n))
 		}
 	}
+}
+
+func newBreakers() breakers {
+	return breakers{open: map[target]time.Time{}, failures: map[target]int{}, disabled: map[target]bool{}}
 }
 
 func (b *breakers) openUntil(t target) (time.Time, bool) {
@@ -95,17 +93,11 @@ func (b *breakers) set(t target, openUntil time.Time, failures int) {
 	if failures == 0 {
 		delete(b.failures, t)
 	} else {
-		if b.failures == nil {
-			b.failures = map[target]int{}
-		}
 		b.failures[t] = failures
 	}
 	if openUntil.IsZero() {
 		delete(b.open, t)
 		return
-	}
-	if b.open == nil {
-		b.open = map[target]time.Time{}
 	}
 	b.open[t] = openUntil
 }
@@ -315,9 +307,9 @@ type endpointColumns struct {
 
 func (c *endpointColumns) add(t target, e endpoint) {
 	c.kinds, c.targets, c.failures = append(c.kinds, t.kind), append(c.targets, t.id), append(c.failures, int32(e.failures))
-	c.openUntil, c.lastSuccess = append(c.openUntil, nullable(e.openUntil)), append(c.lastSuccess, nullable(e.lastSuccess))
-	c.lastFailure, c.failingSince = append(c.lastFailure, nullable(e.lastFailure)), append(c.failingSince, nullable(e.failingSince))
-	c.disabled, c.notified = append(c.disabled, nullable(e.disabled)), append(c.notified, nullable(e.notified))
+	c.openUntil, c.lastSuccess = append(c.openUntil, optionalTime(e.openUntil)), append(c.lastSuccess, optionalTime(e.lastSuccess))
+	c.lastFailure, c.failingSince = append(c.lastFailure, optionalTime(e.lastFailure)), append(c.failingSince, optionalTime(e.failingSince))
+	c.disabled, c.notified = append(c.disabled, optionalTime(e.disabled)), append(c.notified, optionalTime(e.notified))
 }
 
 func timeOrZero(t *time.Time) time.Time {
@@ -325,11 +317,4 @@ func timeOrZero(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
-}
-
-func nullable(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }

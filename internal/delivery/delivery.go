@@ -173,7 +173,7 @@ func New(o Options) (*Service, error) {
 	}
 	presetMetrics()
 	s := &Service{o: o, sender: NewSender(NewHTTPClient(o.AllowList, o.RootCAs)), limit: newTargetLimiter(o.PerTarget),
-		wake: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
+		breakers: newBreakers(), wake: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
 	if o.Subscriptions == nil {
 		s.synced.Store(true)
 	}
