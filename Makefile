@@ -6,7 +6,7 @@ LDFLAGS  := -X github.com/partnerstream/partnerstream/internal/version.Version=$
             -X github.com/partnerstream/partnerstream/internal/version.Revision=$(REVISION)
 BIN := $(CURDIR)/bin
 
-.PHONY: image cluster cluster-down e2e run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats bench-export bench-deliver disposable-domains build controlplane tools manifests generate lint bench fuzz docs tidy clean docker-build helm-lint helm-docs journey soak screenshots
+.PHONY: sdk image cluster cluster-down e2e run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats bench-export bench-deliver disposable-domains build controlplane tools manifests generate lint bench fuzz docs tidy clean docker-build helm-lint helm-docs journey soak screenshots
 
 run: ## Start the whole platform with demo data on http://127.0.0.1:8080
 	@bash hack/run.sh
@@ -56,6 +56,9 @@ controlplane: ## Build the local Kubernetes control plane used by `make run`
 
 tools:
 	@bash hack/tools.sh
+
+sdk: ## Regenerate the Go and TypeScript SDKs (sdk/go, sdk/typescript) from the OpenAPI document (docs/sdk.md)
+	@bash hack/sdk.sh generate
 
 generate: tools ## Generate deepcopy code for the CRD types
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...

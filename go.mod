@@ -32,6 +32,7 @@ require (
 )
 
 require (
+	github.com/apapsch/go-jsonmerge/v2 v2.0.0 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/boyter/go-string v1.0.5 // indirect
 	github.com/chromedp/sysutil v1.1.0 // indirect
@@ -43,6 +44,7 @@ require (
 	github.com/maxmind/mmdbwriter v1.2.0 // indirect
 	github.com/medama-io/go-useragent v1.2.5 // indirect
 	github.com/monochromegane/go-gitignore v0.0.0-20200626010858-205db1a8cc00 // indirect
+	github.com/oapi-codegen/runtime v1.9.0 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/oschwald/maxminddb-golang/v2 v2.9.0 // indirect

@@ -10,6 +10,9 @@
 #                               `make run` and the tests use, into $PS_CACHE/geoip (default
 #                               ~/.cache/partnerstream, outside the clone: a clean clone reuses
 #                               it); prints the database's path on stdout
+#   hack/npm-tools.sh sdk       the TypeScript SDK's dependencies and generator (sdk/typescript:
+#                               openapi-fetch, openapi-typescript, TypeScript) into
+#                               bin/sdk-typescript, where hack/sdk.sh generates and compiles it
 #   hack/npm-tools.sh disposable the list of disposable e-mail domains (hack/disposable) into
 #                               bin/disposable, which hack/disposable-domains.sh copies into
 #                               internal/fraud
@@ -26,7 +29,8 @@ case "${1:-lint}" in
   axe) SRC=$ROOT/hack/axe DIR=$ROOT/bin/axe ;;
   geoip) SRC=$ROOT/hack/geoip DIR=${PS_CACHE:-$HOME/.cache/partnerstream}/geoip ;;
   disposable) SRC=$ROOT/hack/disposable DIR=$ROOT/bin/disposable ;;
-  *) echo "usage: $0 [lint|maildev|axe|geoip|disposable]" >&2; exit 2 ;;
+  sdk) SRC=$ROOT/sdk/typescript DIR=$ROOT/bin/sdk-typescript ;;
+  *) echo "usage: $0 [lint|maildev|axe|geoip|disposable|sdk]" >&2; exit 2 ;;
 esac
 # The database of hack/geoip/package.json, and its licence, once installed.
 GEOIP_DB=$DIR/node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb

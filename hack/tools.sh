@@ -26,6 +26,8 @@ TOOLS=(
   "promtool|github.com/prometheus/prometheus/cmd/promtool|v0.316.0||"
   # `make lint` on the rendered chart.
   "kube-score|github.com/zegl/kube-score/cmd/kube-score|v1.20.0||"
+  # `make sdk`: the Go SDK (sdk/go) from the OpenAPI document.
+  "oapi-codegen|github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen|v2.8.2|-version|v2.8.2"
 )
 
 log() { echo "tools: $*" >&2; }
