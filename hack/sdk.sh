@@ -31,7 +31,8 @@ generate() {
   log "Go: oapi-codegen -> $out/sdk/go/partnerstream.gen.go"
   bin/oapi-codegen -config sdk/go/oapi-codegen.yaml -o "$out/sdk/go/partnerstream.gen.go" "$tmp/openapi.json"
   log "TypeScript: openapi-typescript -> $out/sdk/typescript/src/schema.gen.ts"
-  "$TS/node_modules/.bin/openapi-typescript" "$tmp/openapi.json" --output "$out/sdk/typescript/src/schema.gen.ts" >"$tmp/log" 2>&1 || {
+  # A property with a default may be left out of a request: without the flag it is required.
+  "$TS/node_modules/.bin/openapi-typescript" "$tmp/openapi.json" --default-non-nullable false --output "$out/sdk/typescript/src/schema.gen.ts" >"$tmp/log" 2>&1 || {
     cat "$tmp/log" >&2
     exit 1
   }

@@ -2601,7 +2601,7 @@ export interface components {
              * @default sale
              * @enum {string}
              */
-            type: "sale" | "lead" | "signup" | "install" | "custom" | "renewal";
+            type?: "sale" | "lead" | "signup" | "install" | "custom" | "renewal";
         };
         ConversionRejectedEvent: {
             data: components["schemas"]["ConversionEventData"];
@@ -3037,12 +3037,12 @@ export interface components {
              * @default first_affiliate
              * @enum {string}
              */
-            attribution_rule: "first_affiliate" | "last_click";
+            attribution_rule?: "first_affiliate" | "last_click";
             /** @default 30 */
-            attribution_window_days: number;
+            attribution_window_days?: number;
             categories?: components["schemas"]["ProgramCategory"][];
             /** @default ps_click_id */
-            click_param: string;
+            click_param?: string;
             commission: components["schemas"]["ProgramCommissionRuleInput"];
             /** @description ISO 4217, upper case; it can never change. */
             currency: string;
@@ -3055,7 +3055,7 @@ export interface components {
             /** @description Show the program in the affiliates' listing. Defaults to the visibility: true for a public program (which cannot be unlisted), false for an approval program. */
             listed?: boolean;
             /** @default 7 */
-            max_rate_age_days: number;
+            max_rate_age_days?: number;
             name: string;
             /** @description Asked of every affiliate that applies; answers are kept with the partnership. */
             questions?: components["schemas"]["ProgramQuestion"][];
@@ -3063,13 +3063,13 @@ export interface components {
              * @default active
              * @enum {string}
              */
-            status: "active" | "paused";
+            status?: "active" | "paused";
             terms?: string;
             /**
              * @default approval
              * @enum {string}
              */
-            visibility: "public" | "approval";
+            visibility?: "public" | "approval";
             /** @description An absolute http or https URL, or empty for none. */
             website?: string;
         };
@@ -3113,7 +3113,7 @@ export interface components {
              * @description An application without an answer to it is refused.
              * @default false
              */
-            required: boolean;
+            required?: boolean;
             text: string;
         };
         Promotion: {
@@ -3392,9 +3392,9 @@ export interface components {
             description?: string;
             events: components["schemas"]["WebhookEvent"][];
             /** @default 86400 */
-            rotation_grace_period_seconds: number;
+            rotation_grace_period_seconds?: number;
             /** @default false */
-            suspended: boolean;
+            suspended?: boolean;
             /** @description `https://...`, or `http://` to localhost, 127.0.0.1 or [::1] only. */
             url: string;
         };
@@ -3450,14 +3450,14 @@ export interface components {
              * @description Sign it as the company's postback (commission.status_changed only); not with webhook_id or secret. 409 postback_not_configured without a postback URL.
              * @default false
              */
-            postback: boolean;
+            postback?: boolean;
             /** @description Sign with this secret (whsec_...) instead; not with webhook_id. */
             secret?: string;
             /**
              * @description Also POST it to the webhook or the postback URL (needs webhook_id or postback).
              * @default false
              */
-            send: boolean;
+            send?: boolean;
             /** @description Sign with this webhook's secrets (wh_...). */
             webhook_id?: string;
         };
