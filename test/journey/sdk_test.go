@@ -24,6 +24,12 @@ type sdkJourney struct {
 	ConversionID string `json:"conversion_id"`
 	Clicks       int    `json:"clicks"`
 	Conversions  int    `json:"conversions"`
+	// What the SDK's helpers did against the API: the order sent again with its
+	// Idempotency-Key was answered as the first (Idempotent-Replayed), a bad amount was an
+	// error naming the field, and a list of two links was walked one per page.
+	Replayed     bool   `json:"replayed"`
+	InvalidField string `json:"invalid_field"`
+	Links        int    `json:"links"`
 }
 
 // TestSDKJourneys plays the journey of docs/sdk.md through each SDK (sdk/go in this process,
@@ -31,9 +37,11 @@ type sdkJourney struct {
 // client fails the build: a program, a partnership approved, a link, a click, a conversion
 // with the click id, and the statistics until the conversion shows.
 func TestSDKJourneys(t *testing.T) {
+	start := time.Now()
 	s := newStack(t)
 	adv := s.signUp("advertiser", "SDK Shoes")
 	aff := s.signUp("affiliate", "SDK Blog")
+	t.Logf("platform started and two companies signed up: %s", time.Since(start).Round(time.Millisecond))
 
 	t.Run("go", func(t *testing.T) {
 		start := time.Now()
@@ -79,6 +87,15 @@ func (s *stack) checkSDKJourney(t *testing.T, adv *company, j sdkJourney) {
 	t.Helper()
 	if j.Clicks < 1 || j.Conversions < 1 {
 		t.Errorf("the journey's statistics: %d clicks, %d conversions, want at least 1 of each", j.Clicks, j.Conversions)
+	}
+	if !j.Replayed {
+		t.Error("the order sent again with its Idempotency-Key was not answered as the first")
+	}
+	if j.InvalidField != "amount" {
+		t.Errorf("a bad amount's error names %q, want amount", j.InvalidField)
+	}
+	if j.Links != 2 {
+		t.Errorf("walking the program's links one per page found %d, want 2", j.Links)
 	}
 	var c struct {
 		ProgramID string  `json:"program_id"`
@@ -204,6 +221,10 @@ func goJourney(ctx context.Context, baseURL string, adv, aff *company) (sdkJourn
 		break
 	}
 
+	if err := goHelpers(ctx, advertiser, affiliate, order, conv, &j); err != nil {
+		return j, err
+	}
+
 	// The statistics come from ClickHouse, which the click and the conversion reach a moment
 	// after the API answered.
 	for {
@@ -221,4 +242,46 @@ func goJourney(ctx context.Context, baseURL string, adv, aff *company) (sdkJourn
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// goHelpers is what an integration relies on, through the SDK's helpers against the API: the
+// order sent again with its key, a bad amount, and the program's links walked one per page.
+func goHelpers(ctx context.Context, advertiser, affiliate *partnerstream.ClientWithResponses,
+	order *partnerstream.V1RegisterConversionParams, conv partnerstream.ConversionInput, j *sdkJourney) error {
+	again, err := advertiser.V1RegisterConversionWithResponse(ctx, order, conv)
+	if err := partnerstream.Check(again, err); err != nil {
+		return fmt.Errorf("the order again: %w", err)
+	}
+	j.Replayed = again.JSON201 != nil && again.JSON201.Id == j.ConversionID && again.HTTPResponse.Header.Get("Idempotent-Replayed") == "true"
+
+	bad := conv
+	bad.ExternalId, bad.Amount = "order-bad", partnerstream.Amount("abc")
+	res, err := advertiser.V1RegisterConversionWithResponse(ctx, nil, bad)
+	var apiErr *partnerstream.APIError
+	if err := partnerstream.Check(res, err); !errors.As(err, &apiErr) || apiErr.Problem.Errors == nil {
+		return fmt.Errorf("a bad amount: %v, want an APIError naming the field", err)
+	}
+	for _, fe := range *apiErr.Problem.Errors {
+		j.InvalidField = fe.Field
+	}
+
+	second, err := affiliate.V1CreateTrackingLinkWithResponse(ctx, nil, partnerstream.TrackingLinkInput{ProgramId: j.ProgramID, Sub1: new("sdk-go-2")})
+	if err := partnerstream.Check(second, err); err != nil {
+		return fmt.Errorf("a second tracking link: %w", err)
+	}
+	for l, err := range partnerstream.All(ctx, func(ctx context.Context, cursor *partnerstream.Cursor) ([]partnerstream.TrackingLink, string, error) {
+		page, err := affiliate.V1ListTrackingLinksWithResponse(ctx, &partnerstream.V1ListTrackingLinksParams{ProgramId: &j.ProgramID, Limit: new(1), Cursor: cursor})
+		if err := partnerstream.Check(page, err); err != nil {
+			return nil, "", err
+		}
+		return page.JSON200.Data, page.JSON200.NextCursor, nil
+	}) {
+		if err != nil {
+			return fmt.Errorf("walk the tracking links: %w", err)
+		}
+		if l.ProgramId == j.ProgramID {
+			j.Links++
+		}
+	}
+	return nil
 }

@@ -1,14 +1,16 @@
 // A whole affiliate journey through the SDK, the one test/journey runs under Node against the
 // running platform (TestSDKJourneys): an advertiser's program, an affiliate's partnership
 // (approved by the advertiser) and tracking link, a visitor's click, the advertiser's
-// conversion with the click id, and the advertiser's statistics until the conversion shows.
+// conversion with the click id, and the advertiser's statistics until the conversion shows;
+// then the helpers of src/index.ts against the real API (a retried order, a bad one, a list
+// walked page by page).
 //
 //   PARTNERSTREAM_BASE_URL=http://127.0.0.1:8080 PARTNERSTREAM_ADVERTISER_SESSION=eyJ... \
 //   PARTNERSTREAM_ADVERTISER_KEY=ps_... PARTNERSTREAM_AFFILIATE_KEY=ps_... node dist/examples/journey.js
 //
 // Creating a program and approving a partnership are dashboard operations (a session);
 // everything else takes the companies' API keys. It prints what it created as one JSON line.
-import { createClient, data, newIdempotencyKey, APIError } from "../src/index.js";
+import { all, createClient, data, newIdempotencyKey, APIError } from "../src/index.js";
 
 declare const process: { env: Record<string, string | undefined>; exitCode?: number };
 
@@ -103,6 +105,32 @@ async function journey(): Promise<void> {
     await sleep(500);
   }
 
+  // What an integration relies on. The order sent again with its key is the same conversion,
+  // answered again rather than made twice.
+  const again = await advertiser.POST("/api/v1/conversions", {
+    params: { header: { "Idempotency-Key": orderKey } },
+    body: { click_id: clickId, external_id: `order-${clickId}`, amount: "42.00", type: "sale" },
+  });
+  const replayed = data(again).id === conversion.id && again.response.headers.get("Idempotent-Replayed") === "true";
+  // A bad request is an APIError that names the field.
+  let invalidField = "";
+  try {
+    data(await advertiser.POST("/api/v1/conversions", { body: { click_id: clickId, external_id: "order-bad", amount: "abc" } }));
+  } catch (err) {
+    if (!(err instanceof APIError)) {
+      throw err;
+    }
+    invalidField = err.problem?.errors?.map((e) => e.field).join(",") ?? "";
+  }
+  // A second link, and the affiliate's links walked one per page.
+  data(await affiliate.POST("/api/v1/tracking-links", { body: { program_id: program.id, sub1: "sdk-typescript-2" } }));
+  let links = 0;
+  for await (const l of all(async (cursor) =>
+    data(await affiliate.GET("/api/v1/tracking-links", { params: { query: { program_id: program.id, limit: 1, cursor } } })),
+  )) {
+    links += l.program_id === program.id ? 1 : 0;
+  }
+
   console.log(
     JSON.stringify({
       program_id: program.id,
@@ -112,6 +140,9 @@ async function journey(): Promise<void> {
       conversion_id: conversion.id,
       clicks: totals.clicks,
       conversions: totals.conversions.total,
+      replayed,
+      invalid_field: invalidField,
+      links,
     }),
   );
 }
