@@ -51,6 +51,12 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
 
+# One install of a directory at a time: tests running in parallel (the SDK's freshness test
+# and its journey) may both ask for the same one on a fresh clone.
+mkdir -p "$(dirname "$DIR")"
+exec 9>"$DIR.lock"
+flock 9
+
 # .installed is the lock file of the last complete install: an interrupted one is redone.
 if [ -d "$DIR/node_modules" ] && cmp -s "$SRC/package-lock.json" "$DIR/.installed"; then
   log "$(basename "$DIR") up to date"
