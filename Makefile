@@ -32,12 +32,19 @@ build: ## Build bin/partnerstream
 IMG ?= ghcr.io/partnerstream/partnerstream:$(VERSION)
 image: ## The image of every component as an OCI tarball (bin/image.tar, IMG=...), without a container engine
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/partnerstream ./cmd/partnerstream
-	@# The IP-to-country database (hack/geoip), with its licence, where --geoip-db looks by default.
-	db=$$(bash hack/npm-tools.sh geoip) && go run ./hack/image --binary $(BIN)/image/partnerstream --name $(IMG) --out $(BIN)/image.tar \
+	@# The IP-to-country database (hack/geoip) and the ASN one (hack/asn, hack/asndb), with their
+	@# licences, where --geoip-db and --asn-db look by default.
+	db=$$(bash hack/npm-tools.sh geoip) && asn=$$(bash hack/npm-tools.sh asn) && csv=$$(dirname $$asn)/node_modules/@ip-location-db/asn && \
+	go run ./hack/image --binary $(BIN)/image/partnerstream --name $(IMG) --out $(BIN)/image.tar \
 		--version $(VERSION) --revision $(REVISION) --created $(shell git log -1 --format=%ct 2>/dev/null || echo 0) \
 		--add $$db=/usr/share/partnerstream/geoip/country.mmdb \
 		--add $$(dirname $$db)/NRO_LICENSE=/usr/share/partnerstream/geoip/NRO_LICENSE \
-		--add $$(dirname $$db)/README.md=/usr/share/partnerstream/geoip/README.md
+		--add $$(dirname $$db)/README.md=/usr/share/partnerstream/geoip/README.md \
+		--add $$asn=/usr/share/partnerstream/geoip/asn.mmdb \
+		--add $$csv/ROUTEVIEWS-LICENSE=/usr/share/partnerstream/geoip/asn/ROUTEVIEWS-LICENSE \
+		--add $$csv/DBIP-LICENSE=/usr/share/partnerstream/geoip/asn/DBIP-LICENSE \
+		--add $$csv/NRO_LICENSE=/usr/share/partnerstream/geoip/asn/NRO_LICENSE \
+		--add $$csv/README.md=/usr/share/partnerstream/geoip/asn/README.md
 
 cluster: ## A local single-node Kubernetes that runs pods, with the platform installed by its chart (.local/cluster)
 	@bash hack/cluster.sh cluster

@@ -10,6 +10,9 @@
 #                               `make run` and the tests use, into $PS_CACHE/geoip (default
 #                               ~/.cache/partnerstream, outside the clone: a clean clone reuses
 #                               it); prints the database's path on stdout
+#   hack/npm-tools.sh asn       the autonomous-system ranges (hack/asn, CSV) into $PS_CACHE/asn,
+#                               turned by hack/asndb into asn.mmdb there, the file the image
+#                               ships for --asn-db and `make run` and the tests use; prints its path
 #   hack/npm-tools.sh sdk       the TypeScript SDK's dependencies and generator (sdk/typescript:
 #                               openapi-fetch, openapi-typescript, TypeScript) into
 #                               bin/sdk-typescript, where hack/sdk.sh generates and compiles it
@@ -19,7 +22,7 @@
 #
 # Node and npm come from Debian (nodejs, npm) when the machine has none. The install is
 # skipped while the directory was installed from the same lock file; npm's own cache (~/.npm)
-# makes a clean clone's install quick. Progress goes to stderr; only geoip prints on stdout.
+# makes a clean clone's install quick. Progress goes to stderr; only geoip and asn print on stdout.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -28,14 +31,26 @@ case "${1:-lint}" in
   maildev) SRC=$ROOT/hack/maildev DIR=$ROOT/bin/maildev ;;
   axe) SRC=$ROOT/hack/axe DIR=$ROOT/bin/axe ;;
   geoip) SRC=$ROOT/hack/geoip DIR=${PS_CACHE:-$HOME/.cache/partnerstream}/geoip ;;
+  asn) SRC=$ROOT/hack/asn DIR=${PS_CACHE:-$HOME/.cache/partnerstream}/asn ;;
   disposable) SRC=$ROOT/hack/disposable DIR=$ROOT/bin/disposable ;;
   sdk) SRC=$ROOT/sdk/typescript DIR=$ROOT/bin/sdk-typescript ;;
-  *) echo "usage: $0 [lint|maildev|axe|geoip|disposable|sdk]" >&2; exit 2 ;;
+  *) echo "usage: $0 [lint|maildev|axe|geoip|asn|disposable|sdk]" >&2; exit 2 ;;
 esac
 # The database of hack/geoip/package.json, and its licence, once installed.
 GEOIP_DB=$DIR/node_modules/@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb
+ASN_CSV=$DIR/node_modules/@ip-location-db/asn
 done_install() {
-  if [ "${1:-lint}" = geoip ]; then echo "$GEOIP_DB"; fi
+  case "${1:-lint}" in
+    geoip) echo "$GEOIP_DB" ;;
+    asn)
+      # Built once per lock file; hack/asndb writes it under another name and renames it
+      # when whole, so a file that is there is complete.
+      if [ ! -s "$DIR/asn.mmdb" ]; then
+        log "building $DIR/asn.mmdb from $(basename "$ASN_CSV") (hack/asndb)"
+        (cd "$ROOT" && go run ./hack/asndb --out "$DIR/asn.mmdb" "$ASN_CSV/asn-ipv4.csv" "$ASN_CSV/asn-ipv6.csv" >&2)
+      fi
+      echo "$DIR/asn.mmdb" ;;
+  esac
 }
 
 log() { echo "npm-tools: $*" >&2; }

@@ -51,9 +51,10 @@ if ! wait_for 120 "the control plane" grep -q "ready" "$LOCAL/controlplane.log";
 fi
 
 step "starting partnerstream dev"
-# The image's IP-to-country database, from npm (cached in ~/.cache/partnerstream).
+# The image's IP-to-country and ASN databases, from npm (cached in ~/.cache/partnerstream).
 GEOIP_DB=${PARTNERSTREAM_GEOIP_DB:-$(bash hack/npm-tools.sh geoip)}
-PARTNERSTREAM_GEOIP_DB=$GEOIP_DB \
+ASN_DB=${PARTNERSTREAM_ASN_DB:-$(bash hack/npm-tools.sh asn)}
+PARTNERSTREAM_GEOIP_DB=$GEOIP_DB PARTNERSTREAM_ASN_DB=$ASN_DB \
 PARTNERSTREAM_HTTP_ADDR=$HTTP_ADDR PARTNERSTREAM_METRICS_ADDR=$METRICS_ADDR PARTNERSTREAM_BASE_URL=$BASE_URL \
 PARTNERSTREAM_KUBECONFIG=$LOCAL/kubeconfig PARTNERSTREAM_DEV_KAFKA_DATA_DIR=$LOCAL/kafka \
 PARTNERSTREAM_DEV_DEMO_FILE=$LOCAL/demo.json PARTNERSTREAM_CLICK_SPOOL_DIR=$LOCAL/spool \

@@ -15,9 +15,11 @@ bash hack/helm.sh install
 # The dashboard's browser tests run axe-core in every page (PARTNERSTREAM_AXE is its script).
 bash hack/npm-tools.sh axe
 export PARTNERSTREAM_AXE=$ROOT/bin/axe/node_modules/axe-core/axe.min.js
-# The image's IP-to-country database, which internal/enrich's tests look well-known addresses up in.
+# The image's IP-to-country and ASN databases, which internal/enrich's tests look well-known
+# addresses up in.
 PARTNERSTREAM_TEST_GEOIP_DB=$(bash hack/npm-tools.sh geoip)
-export PARTNERSTREAM_TEST_GEOIP_DB
+PARTNERSTREAM_TEST_ASN_DB=$(bash hack/npm-tools.sh asn)
+export PARTNERSTREAM_TEST_GEOIP_DB PARTNERSTREAM_TEST_ASN_DB
 
 echo "test: postgres $PARTNERSTREAM_TEST_POSTGRES_URL, clickhouse $PARTNERSTREAM_TEST_CLICKHOUSE_ADDR, envtest $KUBEBUILDER_ASSETS" >&2
 # shellcheck disable=SC2086 # GO_TEST_FLAGS is a list of flags

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -143,20 +145,28 @@ func newDeliver(p *platform, k *config.Kube, d *config.Deliver, e *config.Egress
 // openEnricher opens the databases of click enrichment.
 func openEnricher(p *platform, enr *config.Enrich) (*enrich.Enricher, error) {
 	log := p.componentLog("ingest")
-	geo := enr.GeoIPDB
-	if geo == config.DefaultGeoIPDB {
-		if _, err := os.Stat(geo); errors.Is(err, fs.ErrNotExist) {
-			log.Warn("the default --geoip-db is not there (a binary outside the image): clicks get no country", "geoip_db", geo)
-			geo = ""
-		}
-	}
-	e, err := enrich.New(enrich.Options{GeoIPDB: geo, ASNDB: enr.ASNDB, HostingASNs: enr.HostingASNs, KeepFullIP: enr.KeepFullIP})
+	geo := imageDefault(log, "geoip-db", enr.GeoIPDB, config.DefaultGeoIPDB, "clicks get no country")
+	asn := imageDefault(log, "asn-db", enr.ASNDB, config.DefaultASNDB, "clicks get no network")
+	e, err := enrich.New(enrich.Options{GeoIPDB: geo, ASNDB: asn, HostingASNs: enr.HostingASNs, KeepFullIP: enr.KeepFullIP})
 	if err != nil {
 		return nil, err
 	}
 	p.closers = append(p.closers, e.Close)
 	log.Info("click enrichment", "reads", e.Describe())
 	return e, nil
+}
+
+// imageDefault is path, or "" when path is the image's default file and a binary outside the
+// image runs without it; a file the operator named must be there (enrich.New says so).
+func imageDefault(log *slog.Logger, flag, path, def, without string) string {
+	if path != def {
+		return path
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		log.Warn("the default --"+flag+" is not there (a binary outside the image): "+without, strings.ReplaceAll(flag, "-", "_"), path)
+		return ""
+	}
+	return path
 }
 
 func newIngest(p *platform, ch *config.ClickHouse, ing *config.Ingest, e *enrich.Enricher) (run.Component, error) {

@@ -395,9 +395,12 @@ type Enrich struct {
 // "Where clicks come from").
 const DefaultGeoIPDB = "/usr/share/partnerstream/geoip/country.mmdb"
 
+// DefaultASNDB is where the image keeps its autonomous-system database (hack/asndb).
+const DefaultASNDB = "/usr/share/partnerstream/geoip/asn.mmdb"
+
 func (e *Enrich) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&e.GeoIPDB, "geoip-db", DefaultGeoIPDB, "MaxMind DB format file of countries (and regions and cities when it has them) that clicks' addresses are looked up in; the default is the image's openly licensed one (a binary outside the image without it runs without countries); empty: none")
-	fs.StringVar(&e.ASNDB, "asn-db", "", "MaxMind DB format file of autonomous systems (GeoLite2-ASN, DB-IP ASN Lite) for clicks' asn, as_org and hosting; empty: none")
+	fs.StringVar(&e.ASNDB, "asn-db", DefaultASNDB, "MaxMind DB format file of autonomous systems (GeoLite2-ASN, DB-IP ASN Lite) for clicks' asn, as_org and hosting; the default is the image's openly licensed one (a binary outside the image without it runs without networks); empty: none")
 	fs.StringVar(&e.HostingASNs, "hosting-asns", "", "file of AS numbers (one a line, # comments) of data centres, clouds and VPN providers, flagged hosting beside the shipped list")
 	fs.BoolVar(&e.KeepFullIP, "keep-full-ip", false, "store clicks' addresses whole in ClickHouse instead of truncated to their /24 (IPv4) or /48 (IPv6)")
 }

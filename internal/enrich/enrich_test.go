@@ -127,6 +127,34 @@ func TestDefaultDatabase(t *testing.T) {
 	}
 }
 
+// The image's ASN database (hack/npm-tools.sh asn, built by hack/asndb) names the networks of
+// well-known public addresses, and the shipped hosting list flags the clouds among them.
+func TestDefaultASNDatabase(t *testing.T) {
+	db := testenv.Require(t, testenv.EnvASNDB)
+	s := mustNew(t, Options{ASNDB: db}).NewSession()
+	for _, c := range []struct {
+		ip      string
+		asn     uint32
+		hosting bool
+	}{
+		{"8.8.8.8", 15169, true}, // Google Public DNS
+		{"2001:4860:4860::8888", 15169, true},
+		{"1.1.1.1", 13335, true},     // Cloudflare
+		{"193.0.6.139", 3333, false}, // RIPE NCC
+		{"9.9.9.9", 19281, false},    // Quad9
+	} {
+		n := s.Enrich(c.ip, "", "", "").Address.Network
+		if n == nil || n.ASN != c.asn || n.Org == "" || n.Hosting != c.hosting {
+			t.Errorf("%s: network %+v, want AS%d (hosting %v) with its organisation", c.ip, n, c.asn, c.hosting)
+		}
+	}
+	for _, ip := range []string{"10.1.2.3", "127.0.0.1", "192.168.1.1"} {
+		if n := s.Enrich(ip, "", "", "").Address.Network; n != nil {
+			t.Errorf("%s, a private address, is in %+v", ip, *n)
+		}
+	}
+}
+
 // Real user agents of the major browsers, phones, tablets and bots.
 var deviceCases = []struct {
 	ua   string

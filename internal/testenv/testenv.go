@@ -30,6 +30,8 @@ const (
 	EnvKubeAssets = "KUBEBUILDER_ASSETS"
 	// EnvGeoIPDB is the image's IP-to-country database (hack/npm-tools.sh geoip).
 	EnvGeoIPDB = "PARTNERSTREAM_TEST_GEOIP_DB"
+	// EnvASNDB is the image's autonomous-system database (hack/npm-tools.sh asn).
+	EnvASNDB = "PARTNERSTREAM_TEST_ASN_DB"
 )
 
 // Require returns the value of the environment variable, skipping the test when it is unset,
