@@ -8,7 +8,7 @@ set -euo pipefail
 # containerd, runc, the CNI plugins, iptables and conntrack run the local cluster (make cluster,
 # make e2e); haproxy is the reverse proxy `make e2e` puts in front of the api Service.
 want=(postgresql-15 postgresql-client-15 clickhouse-server clickhouse-client wrk chromium
-  containerd runc containernetworking-plugins iptables conntrack haproxy)
+  containerd runc containernetworking-plugins iptables conntrack haproxy zookeeperd)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,7 +30,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The packaged services must not hold the default ports.
-for svc in clickhouse-server postgresql containerd haproxy; do
+for svc in clickhouse-server postgresql containerd haproxy zookeeper; do
   (command -v systemctl >/dev/null && systemctl disable --now "$svc" >/dev/null 2>&1) || true
   service "$svc" stop >/dev/null 2>&1 || true
 done

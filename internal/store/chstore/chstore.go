@@ -31,6 +31,10 @@ type Config struct {
 	Database string
 	Username string
 	Password string
+	// Cluster, when set, names the cluster (remote_servers) of a replicated ClickHouse: Open
+	// returns Replicas over the addresses, and Migrate creates the schema ON CLUSTER with
+	// replicated engines. Empty: one server, plain MergeTree engines.
+	Cluster string
 }
 
 // identifier matches the database names that are safe to splice into SQL unquoted.
@@ -47,6 +51,15 @@ func Open(ctx context.Context, cfg Config) (driver.Conn, error) {
 		if err := validateDatabase(cfg.Database); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Cluster != "" {
+		if err := validateCluster(cfg.Cluster); err != nil {
+			return nil, err
+		}
+		if cfg.Database == "" {
+			return nil, errors.New("clickhouse: a replicated ClickHouse needs the database named, to catch replicas up on it")
+		}
+		return openReplicas(ctx, cfg, addrs)
 	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Addr:        addrs,
@@ -85,6 +98,13 @@ func splitAddrs(addr string) []string {
 		}
 	}
 	return addrs
+}
+
+func validateCluster(name string) error {
+	if !identifier.MatchString(name) {
+		return fmt.Errorf("clickhouse: cluster name %q is not a plain identifier (letters, digits, _)", name)
+	}
+	return nil
 }
 
 func validateDatabase(name string) error {
