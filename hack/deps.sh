@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the local stack needs, idempotently: Postgres 15, ClickHouse
-# (server and client), wrk for load benchmarks, HAProxy as the end-to-end run's front door. Packages that would start their own service
+# (server and client), wrk for load benchmarks, HAProxy as the end-to-end run's front door,
+# ZooKeeper for the replicated ClickHouse test (it starts its own on loopback). Packages that would start their own service
 # are installed behind a policy-rc.d that forbids it (the stack runs its own servers on free
 # loopback ports with project-local data dirs).
 set -euo pipefail

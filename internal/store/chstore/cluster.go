@@ -22,29 +22,33 @@ var replicatedEngines = map[string]bool{
 }
 
 // ddlHead matches the statements that run on every server of the cluster, up to the name of
-// what they create, drop or alter: ON CLUSTER goes right after that name.
-var ddlHead = regexp.MustCompile(`(?is)^\s*(?:CREATE\s+(?:TABLE|MATERIALIZED\s+VIEW|VIEW|DATABASE)|DROP\s+(?:TABLE|VIEW|DATABASE)|ALTER\s+TABLE)\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?([A-Za-z0-9_{}]+(?:\.[A-Za-z0-9_{}]+)?)`)
+// what they create or drop: ON CLUSTER goes right after that name.
+var ddlHead = regexp.MustCompile(`(?is)^\s*(?:CREATE\s+(?:TABLE|MATERIALIZED\s+VIEW|VIEW|DATABASE)|DROP\s+(?:TABLE|VIEW|DATABASE))\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?([A-Za-z0-9_{}]+(?:\.[A-Za-z0-9_{}]+)?)`)
 
-// insertHead matches a backfill (INSERT ... SELECT): it runs once, on the replica Migrate is
-// connected to, and the table's replication copies its rows to the others.
-var insertHead = regexp.MustCompile(`(?is)^\s*INSERT\s+INTO\s`)
+// onceHead matches what runs once, on the replica Migrate is connected to, and reaches the
+// others through the table's replication: a backfill (INSERT ... SELECT), and ALTER TABLE,
+// which a replicated table applies on every replica from its log in ZooKeeper. ALTER ... ON
+// CLUSTER would do the same through the DDL queue, but on ClickHouse 18.16 both replicas of a
+// shard race for the task, and the loser's DDL worker fails on "Node exists" and never
+// reports, so the statement hangs until distributed_ddl_task_timeout.
+var onceHead = regexp.MustCompile(`(?is)^\s*(?:INSERT\s+INTO|ALTER\s+TABLE)\s`)
 
 var createTable = regexp.MustCompile(`(?is)^\s*CREATE\s+TABLE\s`)
 
 var engineClause = regexp.MustCompile(`(?is)\bENGINE\s*=\s*([A-Za-z]+)`)
 
-// onCluster returns stmt as it runs on cluster: DDL ON CLUSTER, tables with the Replicated
+// onCluster returns stmt as it runs on cluster: CREATE and DROP ON CLUSTER, tables with the Replicated
 // form of their engine, whose ZooKeeper path is /clickhouse/tables/{shard}/<database>/<table>
 // and replica name {replica} (the macros each server defines). It refuses what it does not
 // know how to replicate, so a migration in a new shape fails its tests rather than creating
 // an unreplicated table on each server.
 func onCluster(stmt, cluster string) (string, error) {
-	if insertHead.MatchString(stmt) {
+	if onceHead.MatchString(stmt) {
 		return stmt, nil
 	}
 	head := ddlHead.FindStringSubmatchIndex(stmt)
 	if head == nil {
-		return "", fmt.Errorf("statement %q is neither DDL the replicated rewrite knows (CREATE, DROP, ALTER) nor a backfill (INSERT)", firstLine(stmt))
+		return "", fmt.Errorf("statement %q is neither DDL the replicated rewrite knows (CREATE, DROP, ALTER TABLE) nor a backfill (INSERT)", firstLine(stmt))
 	}
 	name := stmt[head[2]:head[3]]
 	out := stmt[:head[1]] + " ON CLUSTER " + cluster + stmt[head[1]:]

@@ -32,9 +32,9 @@ func TestEveryMigrationHasAReplicatedForm(t *testing.T) {
 			t.Errorf("%s: %v", firstLine(stmt), err)
 			continue
 		}
-		if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(stmt)), "INSERT") {
+		if once := strings.ToUpper(strings.TrimSpace(stmt)); strings.HasPrefix(once, "INSERT") || strings.HasPrefix(once, "ALTER") {
 			if got != stmt {
-				t.Errorf("a backfill was rewritten: %q", got)
+				t.Errorf("a statement that runs once was rewritten: %q", got)
 			}
 			continue
 		}
@@ -71,7 +71,7 @@ func TestOnCluster(t *testing.T) {
 		{"a view feeding a table",
 			"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.v_mv TO {db}.v AS\nSELECT x FROM {db}.c",
 			"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.v_mv ON CLUSTER ps TO {db}.v AS\nSELECT x FROM {db}.c"},
-		{"an added column", "ALTER TABLE {db}.c ADD COLUMN y String DEFAULT ''", "ALTER TABLE {db}.c ON CLUSTER ps ADD COLUMN y String DEFAULT ''"},
+		{"an added column reaches the other replicas through the table's replication", "ALTER TABLE {db}.c ADD COLUMN y String DEFAULT ''", "ALTER TABLE {db}.c ADD COLUMN y String DEFAULT ''"},
 		{"a dropped view", "DROP TABLE IF EXISTS {db}.v_mv", "DROP TABLE IF EXISTS {db}.v_mv ON CLUSTER ps"},
 		{"the database", "CREATE DATABASE IF NOT EXISTS {db}", "CREATE DATABASE IF NOT EXISTS {db} ON CLUSTER ps"},
 		{"a backfill runs once", "INSERT INTO {db}.v (x) SELECT x FROM {db}.c", "INSERT INTO {db}.v (x) SELECT x FROM {db}.c"},

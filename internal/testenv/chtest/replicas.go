@@ -66,7 +66,7 @@ func StartReplicas(t testing.TB) *Replicas {
 	users := filepath.Join(r.dir, "users.xml")
 	r.write(users, `<?xml version="1.0"?>
 <yandex>
-  <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
+  <profiles><default><allow_experimental_low_cardinality_type>1</allow_experimental_low_cardinality_type><max_memory_usage>2000000000</max_memory_usage></default></profiles>
   <users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
   <quotas><default></default></quotas>
 </yandex>
@@ -149,7 +149,9 @@ func (r *Replicas) Start(i int) {
 	r.await(fmt.Sprintf("clickhouse replica %d", i), s.exited, filepath.Join(dir, "error.log"), func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		return conn.Ping(ctx) == nil
+		// Replicated tables need the server's ZooKeeper session, not only the server.
+		var nodes uint64
+		return conn.QueryRow(ctx, "SELECT count() FROM system.zookeeper WHERE path = '/'").Scan(&nodes) == nil
 	})
 }
 
@@ -165,28 +167,30 @@ func (r *Replicas) startZooKeeper(classpath, addr string) {
 	host, port, _ := net.SplitHostPort(addr)
 	dir := filepath.Join(r.dir, "zookeeper")
 	cfg := filepath.Join(dir, "zoo.cfg")
-	r.write(cfg, fmt.Sprintf("tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir=%s/data\nclientPort=%s\nclientPortAddress=%s\nadmin.enableServer=false\n4lw.commands.whitelist=ruok\n",
+	r.write(cfg, fmt.Sprintf("tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir=%s/data\nclientPort=%s\nclientPortAddress=%s\nadmin.enableServer=false\nforceSync=no\n4lw.commands.whitelist=srvr\n",
 		dir, port, host))
 	// A small heap and the client JIT: ZooKeeper here holds a few hundred nodes, and starting
 	// the JVM is most of its cost.
 	_, exited := r.spawn(filepath.Join(dir, "stdout.log"), "java", "-Xms32m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.log.dir="+dir, "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
-	r.await("zookeeper", exited, filepath.Join(dir, "stdout.log"), func() bool { return ruok(addr) })
+	r.await("zookeeper", exited, filepath.Join(dir, "stdout.log"), func() bool { return serving(addr) })
 }
 
-// ruok asks ZooKeeper whether it serves (its four-letter command).
-func ruok(addr string) bool {
+// serving asks ZooKeeper whether it serves requests (its four-letter command srvr): ruok
+// answers before it does, and a ClickHouse 18.16 server that finds ZooKeeper not serving
+// at its start can crash (its DDL worker).
+func serving(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
 		return false
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("ruok")); err != nil {
+	if _, err := c.Write([]byte("srvr")); err != nil {
 		return false
 	}
 	b, _ := io.ReadAll(c)
-	return string(b) == "imok"
+	return strings.Contains(string(b), "Mode: standalone")
 }
 
 // spawn starts a process, stopped when the test ends; exited closes when it has.
