@@ -40,8 +40,8 @@ type Config struct {
 // identifier matches the database names that are safe to splice into SQL unquoted.
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// Open connects to the server over the native protocol and pings it.
-// The caller closes the connection.
+// Open connects to the server over the native protocol and pings it; with cfg.Cluster, to the
+// replicas of the cluster, one at a time (Replicas). The caller closes the connection.
 func Open(ctx context.Context, cfg Config) (driver.Conn, error) {
 	addrs := splitAddrs(cfg.Addr)
 	if len(addrs) == 0 {
