@@ -325,8 +325,10 @@ func (r *Replicas) InsertFormat(ctx context.Context, format, query string, data 
 	return err
 }
 
-func (r *Replicas) AsyncInsert(ctx context.Context, query string, wait bool, args ...any) error {
-	return r.do(ctx, func(c driver.Conn) error { return c.AsyncInsert(ctx, query, wait, args...) })
+// AsyncInsert is refused: the project inserts through PrepareBatch only (docs/architecture.md,
+// "The ClickHouse SQL subset"), and the driver deprecates it.
+func (r *Replicas) AsyncInsert(context.Context, string, bool, ...any) error {
+	return errors.New("clickhouse: AsyncInsert is not supported; insert through PrepareBatch")
 }
 
 // Ping answers whether the current replica (or the next one that answers) is up; it does not
