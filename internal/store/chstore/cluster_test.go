@@ -1,10 +1,13 @@
 package chstore
 
 import (
+	"context"
 	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/partnerstream/partnerstream/internal/testenv"
 )
 
 // Every embedded migration, today's and any added later, must have a replicated form: a
@@ -105,5 +108,40 @@ func TestOnClusterRefusesWhatItCannotReplicate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one saying %q", stmt, err, want)
 		}
+	}
+}
+
+// A replica that does not answer is passed over, at start and later, and the connection
+// stays on the one that answers. (The replicated behaviour itself, against ZooKeeper and two
+// servers, is internal/ingest's TestAReplicatedClickHouseKeepsFiguresExactThroughAStoppedReplica.)
+func TestReplicasMoveOnFromAnAddressThatDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	addr, db := testenv.ClickHouse(t)
+	dead := testenv.FreeAddr(t) // nothing listens there
+	ctx := context.Background()
+	conn, err := Open(ctx, Config{Addr: dead + "," + addr, Database: db, Cluster: "ps"})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer conn.Close()
+	r, ok := conn.(*Replicas)
+	if !ok {
+		t.Fatalf("Open with a cluster returned %T, want *Replicas", conn)
+	}
+	if got := r.Replica(); got != addr {
+		t.Errorf("queries go to %s, want %s, the replica that answers", got, addr)
+	}
+	var one uint8
+	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("SELECT 1: %v, %d", err, one)
+	}
+	if err := CatchUp(ctx, conn); err != nil {
+		t.Errorf("CatchUp on a database without replicated tables: %v", err)
+	}
+	if _, err := Open(ctx, Config{Addr: dead, Database: db, Cluster: "ps"}); err == nil || !strings.Contains(err.Error(), "no replica answers") {
+		t.Errorf("Open with no replica that answers: %v, want an error saying so", err)
+	}
+	if _, err := Open(ctx, Config{Addr: addr, Database: db, Cluster: "my cluster"}); err == nil || !strings.Contains(err.Error(), "cluster name") {
+		t.Errorf("Open with a cluster name that is not an identifier: %v", err)
 	}
 }
