@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -178,8 +179,10 @@ func catchUp(ctx context.Context, conn driver.Conn, database string) error {
 		}
 		if behind == "" {
 			var fetches uint64
-			if err := conn.QueryRow(ctx, "SELECT count() FROM system.replication_queue WHERE database = ? AND type = 'GET_PART' AND create_time <= ?",
-				database, until).Scan(&fetches); err != nil {
+			// As seconds since the epoch: a DateTime bound as text would be read in the
+			// server's time zone.
+			if err := conn.QueryRow(ctx, "SELECT count() FROM system.replication_queue WHERE database = ? AND type = 'GET_PART' AND create_time <= toDateTime("+
+				strconv.FormatInt(until.Unix(), 10)+")", database).Scan(&fetches); err != nil {
 				return fmt.Errorf("clickhouse: catch up: read the replication queue: %w", err)
 			}
 			if fetches == 0 {
