@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the local stack needs, idempotently: Postgres 15, ClickHouse
-# (server and client), wrk for load benchmarks, HAProxy as the end-to-end run's front door. Packages that would start their own service
+# (server and client), wrk for load benchmarks, HAProxy as the end-to-end run's front door,
+# ZooKeeper for the replicated ClickHouse test (it starts its own on loopback). Packages that would start their own service
 # are installed behind a policy-rc.d that forbids it (the stack runs its own servers on free
 # loopback ports with project-local data dirs).
 set -euo pipefail
@@ -8,7 +9,7 @@ set -euo pipefail
 # containerd, runc, the CNI plugins, iptables and conntrack run the local cluster (make cluster,
 # make e2e); haproxy is the reverse proxy `make e2e` puts in front of the api Service.
 want=(postgresql-15 postgresql-client-15 clickhouse-server clickhouse-client wrk chromium
-  containerd runc containernetworking-plugins iptables conntrack haproxy)
+  containerd runc containernetworking-plugins iptables conntrack haproxy zookeeperd)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,7 +31,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The packaged services must not hold the default ports.
-for svc in clickhouse-server postgresql containerd haproxy; do
+for svc in clickhouse-server postgresql containerd haproxy zookeeper; do
   (command -v systemctl >/dev/null && systemctl disable --now "$svc" >/dev/null 2>&1) || true
   service "$svc" stop >/dev/null 2>&1 || true
 done

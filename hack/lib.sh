@@ -70,5 +70,10 @@ start_test_services() {
   # Tests get an admin URL: each test creates and drops its own database.
   export PARTNERSTREAM_TEST_POSTGRES_URL=${PARTNERSTREAM_POSTGRES_URL%/*}/postgres?sslmode=disable
   export PARTNERSTREAM_TEST_CLICKHOUSE_ADDR=$PARTNERSTREAM_CLICKHOUSE_ADDR
+  # The replicated ClickHouse test starts its own ZooKeeper from Debian's package (hack/deps.sh)
+  # and two servers beside the one above.
+  if [ -f /usr/share/java/zookeeper.jar ]; then
+    export PARTNERSTREAM_TEST_ZOOKEEPER_CLASSPATH=/usr/share/java/zookeeper.jar
+  fi
   unset PARTNERSTREAM_POSTGRES_URL PARTNERSTREAM_CLICKHOUSE_ADDR
 }

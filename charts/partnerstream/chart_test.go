@@ -895,6 +895,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"a Kafka TLS Secret with TLS off", `kafka: {tls: {secretName: kafka-ca}}`, "/kafka/tls/enabled"},
 		{"a Kafka compression that does not exist", `kafka: {compression: brotli}`, "/kafka/compression"},
 		{"a network policy CIDR that is not IPv4", `networkPolicy: {clusterCIDRs: ["fd00::/8"]}`, "/networkPolicy/clusterCIDRs/0"},
+		{"a ClickHouse cluster name that is not an identifier", `clickhouse: {cluster: "my cluster"}`, "/clickhouse/cluster"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render(t, testNamespace, tc.values)

@@ -62,7 +62,7 @@ func (p *platform) openPostgres(ctx context.Context, cfg *config.Postgres) error
 }
 
 func (p *platform) openClickHouse(ctx context.Context, cfg *config.ClickHouse) error {
-	conn, err := chstore.Open(ctx, chstore.Config{Addr: cfg.Addr, Database: cfg.Database, Username: cfg.Username, Password: cfg.Password})
+	conn, err := chstore.Open(ctx, chstore.Config{Addr: cfg.Addr, Database: cfg.Database, Username: cfg.Username, Password: cfg.Password, Cluster: cfg.Cluster})
 	if err != nil {
 		return err
 	}

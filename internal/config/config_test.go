@@ -92,6 +92,13 @@ func TestLoadNamesTheSettingThatIsWrong(t *testing.T) {
 			wantErr: "--clickhouse-database",
 		},
 		{
+			name:    "a ClickHouse cluster that is not an identifier is refused",
+			env:     map[string]string{"PARTNERSTREAM_CLICKHOUSE_CLUSTER": "my cluster"},
+			args:    []string{"--clickhouse-addr", "127.0.0.1:9000"},
+			groups:  func() []Group { return []Group{&ClickHouse{}} },
+			wantErr: "setting --clickhouse-cluster (PARTNERSTREAM_CLICKHOUSE_CLUSTER)",
+		},
+		{
 			name:    "a trusted proxy range with host bits names the entry and the range meant",
 			env:     map[string]string{"PARTNERSTREAM_TRUSTED_PROXIES": "10.0.0.0/8,192.168.1.7/16"},
 			groups:  func() []Group { return []Group{&API{}} },

@@ -81,7 +81,9 @@ func (p *Postgres) Validate() error {
 // ClickHouse is the statistics store, reached over the native protocol.
 type ClickHouse struct {
 	Addr, Database, Username, Password string
-	Optional                           bool
+	// Cluster names the remote_servers cluster of a replicated ClickHouse (docs/stats.md).
+	Cluster  string
+	Optional bool
 }
 
 func (c *ClickHouse) Register(fs *pflag.FlagSet) {
@@ -89,6 +91,7 @@ func (c *ClickHouse) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Database, "clickhouse-database", "partnerstream", "ClickHouse database")
 	fs.StringVar(&c.Username, "clickhouse-username", "default", "ClickHouse user")
 	fs.StringVar(&c.Password, "clickhouse-password", "", "ClickHouse password")
+	fs.StringVar(&c.Cluster, "clickhouse-cluster", "", "ClickHouse cluster (remote_servers) of one shard whose replicas are --clickhouse-addr: tables are created ON CLUSTER with replicated engines; empty for one server")
 }
 
 func (c *ClickHouse) Validate() error {
@@ -103,6 +106,9 @@ func (c *ClickHouse) Validate() error {
 	}
 	if !identifier(c.Database) {
 		return Invalid("clickhouse-database", fmt.Errorf("%q must be letters, digits and underscores", c.Database))
+	}
+	if c.Cluster != "" && !identifier(c.Cluster) {
+		return Invalid("clickhouse-cluster", fmt.Errorf("%q must be letters, digits and underscores", c.Cluster))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/kafka"
 	"github.com/partnerstream/partnerstream/internal/run"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
 )
 
 // finalWriteTimeout is how long, once a generation has ended, the batches in hand get to be
@@ -81,6 +82,7 @@ type generation[T any] struct {
 }
 
 func (c *consumer[T]) assigned(s *kafka.Session) kafka.Claim {
+	c.catchUp(s.Context())
 	g := &generation[T]{c: c, decoders: make(map[int]decoder[T], len(s.Partitions)),
 		// A few fetches per partition wait for the batcher, to overlap fetching with writing.
 		items: make(chan fetched[T], 2*len(s.Partitions)+1), done: make(chan struct{})}
@@ -92,6 +94,25 @@ func (c *consumer[T]) assigned(s *kafka.Session) kafka.Claim {
 		c.batchLoop(s, g.items)
 	}()
 	return g
+}
+
+// catchUp waits, in a replicated ClickHouse, until the replica this process reads holds every
+// write acknowledged before the generation began, before anything of the generation reads
+// (the unique clicks read back, the dedupe lookups): the partitions' previous owner may have
+// written through another replica (docs/stats.md, "A replicated ClickHouse"). It retries
+// until it succeeds or the generation ends; then the fetchers end at once.
+func (c *consumer[T]) catchUp(ctx context.Context) {
+	for attempt := 1; ; attempt++ {
+		err := chstore.CatchUp(ctx, c.svc.conn)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		c.setFailure(fmt.Errorf("clickhouse: %s: %w", c.topic, err))
+		c.log.Warn("the ClickHouse replica has not caught up yet; retrying", "attempt", attempt, "err", err)
+		if !run.Sleep(ctx, run.Backoff(attempt)) {
+			return
+		}
+	}
 }
 
 // Revoked waits for the batcher and the writer: the batches in hand are stored and

@@ -71,6 +71,7 @@ type Options struct {
 
 // Service is the ingest component (run.Component "ingest").
 type Service struct {
+	conn      driver.Conn // ClickHouse, which the consumers catch up on a new generation
 	consumers []runner
 	clicks    *consumer[clickRecord] // tests watch it
 	// afterWrite, when set (tests), runs after a batch of that many messages is stored and
@@ -131,7 +132,7 @@ func New(o Options) (*Service, error) {
 	}
 	w := NewWriter(o.ClickHouse, o.Database)
 	w.now = o.Now
-	s := &Service{}
+	s := &Service{conn: o.ClickHouse}
 	var err error
 	clickLog := o.Log.With("topic", kafka.TopicClicks)
 	clickDecoder := func(partition int) decoder[clickRecord] {

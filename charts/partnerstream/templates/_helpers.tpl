@@ -92,6 +92,7 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_CLICKHOUSE_DATABASE, commands: [api, ingest, migrate], setting: {{ toJson $v.clickhouse.database }}}
 - {env: PARTNERSTREAM_CLICKHOUSE_USERNAME, commands: [api, ingest, migrate], setting: {{ toJson $v.clickhouse.username }}}
 - {env: PARTNERSTREAM_CLICKHOUSE_PASSWORD, commands: [api, ingest, migrate], setting: {{ toJson $v.clickhouse.password }}}
+- {env: PARTNERSTREAM_CLICKHOUSE_CLUSTER, commands: [api, ingest, migrate], value: {{ toJson $v.clickhouse.cluster }}}
 - {env: PARTNERSTREAM_KAFKA_BROKERS, commands: [api, ingest, deliver], setting: {{ toJson $v.kafka.brokers }}}
 - {env: PARTNERSTREAM_KAFKA_PARTITIONS, commands: [api, ingest, deliver], value: {{ int64 $v.kafka.partitions | toString | toJson }}}
 - {env: PARTNERSTREAM_KAFKA_REPLICATION_FACTOR, commands: [api, ingest, deliver], value: {{ int64 $v.kafka.replicationFactor | toString | toJson }}}

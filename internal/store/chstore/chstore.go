@@ -31,13 +31,17 @@ type Config struct {
 	Database string
 	Username string
 	Password string
+	// Cluster, when set, names the cluster (remote_servers) of a replicated ClickHouse: Open
+	// returns Replicas over the addresses, and Migrate creates the schema ON CLUSTER with
+	// replicated engines. Empty: one server, plain MergeTree engines.
+	Cluster string
 }
 
 // identifier matches the database names that are safe to splice into SQL unquoted.
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// Open connects to the server over the native protocol and pings it.
-// The caller closes the connection.
+// Open connects to the server over the native protocol and pings it; with cfg.Cluster, to the
+// replicas of the cluster, one at a time (Replicas). The caller closes the connection.
 func Open(ctx context.Context, cfg Config) (driver.Conn, error) {
 	addrs := splitAddrs(cfg.Addr)
 	if len(addrs) == 0 {
@@ -47,6 +51,15 @@ func Open(ctx context.Context, cfg Config) (driver.Conn, error) {
 		if err := validateDatabase(cfg.Database); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Cluster != "" {
+		if err := validateCluster(cfg.Cluster); err != nil {
+			return nil, err
+		}
+		if cfg.Database == "" {
+			return nil, errors.New("clickhouse: a replicated ClickHouse needs the database named, to catch replicas up on it")
+		}
+		return openReplicas(ctx, cfg, addrs)
 	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Addr:        addrs,
@@ -85,6 +98,13 @@ func splitAddrs(addr string) []string {
 		}
 	}
 	return addrs
+}
+
+func validateCluster(name string) error {
+	if !identifier.MatchString(name) {
+		return fmt.Errorf("clickhouse: cluster name %q is not a plain identifier (letters, digits, _)", name)
+	}
+	return nil
 }
 
 func validateDatabase(name string) error {

@@ -48,6 +48,12 @@ type migration struct {
 // recorded only after all its statements ran: a crash in between re-runs the whole file.
 // Migrate does not guard against a concurrent run; the caller serialises pods (see
 // internal/migrate).
+//
+// On a connection opened for a cluster (Config.Cluster, Replicas), every statement is
+// rewritten for it (onCluster): DDL runs ON CLUSTER, which needs every server of the cluster
+// up, and backfills (INSERT ... SELECT) and the bookkeeping's inserts run once, on the replica
+// conn uses, and reach the others by replication. schema_migrations is replicated as well, so
+// every replica reads the same versions.
 func Migrate(ctx context.Context, conn driver.Conn, database string, log *slog.Logger) error {
 	files, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
@@ -67,8 +73,16 @@ func migrate(ctx context.Context, conn driver.Conn, database string, files fs.FS
 	if err != nil {
 		return fmt.Errorf("clickhouse: %w", err)
 	}
+	t := target{database: database}
+	if r, ok := conn.(*Replicas); ok {
+		t.cluster = r.Cluster()
+	}
 	for _, stmt := range bookkeeping {
-		if err := conn.Exec(ctx, qualify(stmt, database)); err != nil {
+		sql, err := t.statement(stmt)
+		if err == nil {
+			err = conn.Exec(ctx, sql)
+		}
+		if err != nil {
 			return fmt.Errorf("clickhouse: prepare database %s: %w", database, err)
 		}
 	}
@@ -83,7 +97,7 @@ func migrate(ctx context.Context, conn driver.Conn, database string, files fs.FS
 		return nil
 	}
 	for _, m := range pending {
-		if err := apply(ctx, conn, database, m, log); err != nil {
+		if err := apply(ctx, conn, t, m, log); err != nil {
 			return err
 		}
 		done[m.version] = true
@@ -92,10 +106,32 @@ func migrate(ctx context.Context, conn driver.Conn, database string, files fs.FS
 	return nil
 }
 
-func apply(ctx context.Context, conn driver.Conn, database string, m migration, log *slog.Logger) error {
-	log.Info("clickhouse: applying migration", "database", database, "version", m.version, "name", m.name)
+// target is where migrations apply: a database, on one server or ON CLUSTER.
+type target struct {
+	database string
+	cluster  string // empty: one server
+}
+
+// statement is stmt as it runs on the target.
+func (t target) statement(stmt string) (string, error) {
+	if t.cluster != "" {
+		var err error
+		if stmt, err = onCluster(stmt, t.cluster); err != nil {
+			return "", err
+		}
+	}
+	return qualify(stmt, t.database), nil
+}
+
+func apply(ctx context.Context, conn driver.Conn, t target, m migration, log *slog.Logger) error {
+	database := t.database
+	log.Info("clickhouse: applying migration", "database", database, "cluster", t.cluster, "version", m.version, "name", m.name)
 	for i, stmt := range m.statements {
-		if err := conn.Exec(ctx, qualify(stmt, database)); err != nil && !columnAlreadyAdded(stmt, err) {
+		sql, err := t.statement(stmt)
+		if err == nil {
+			err = conn.Exec(ctx, sql)
+		}
+		if err != nil && !columnAlreadyAdded(stmt, err) {
 			return fmt.Errorf("clickhouse: migration %04d_%s, statement %d of %d: %w",
 				m.version, m.name, i+1, len(m.statements), err)
 		}
