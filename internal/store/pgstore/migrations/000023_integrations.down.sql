@@ -1,0 +1,7 @@
+DROP TABLE IF EXISTS stripe_reversals;
+DROP TABLE IF EXISTS stripe_payments;
+DROP TABLE IF EXISTS stripe_events;
+DROP TABLE IF EXISTS stripe_integrations;
+-- NOT VALID: the conversions Stripe registered stay; only new rows are held to the old rule.
+ALTER TABLE conversions DROP CONSTRAINT conversions_source_check,
+    ADD CONSTRAINT conversions_source_check CHECK (source IN ('api', 'postback')) NOT VALID;
