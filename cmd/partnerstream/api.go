@@ -30,6 +30,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/stats"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/tracking"
+	"github.com/partnerstream/partnerstream/internal/trackscript"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 )
 
@@ -143,6 +144,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	srv.MountRates(rates.New(p.pg, nil), httpapi.RatesOptions{Operators: s.api.OperatorCompanies})
 	srv.MountConversionPostback(cnv)
 	srv.MountIntegrations(billing.New(p.pg, cnv, billing.Options{Log: log}))
+	srv.MountScript(trackscript.New(p.pg, deps.users, clicks))
 	st := stats.New(p.ch, s.ch.Database, stats.Options{})
 	srv.MountStats(st)
 	srv.MountExports(cnv, st)

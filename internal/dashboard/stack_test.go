@@ -44,6 +44,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 	"github.com/partnerstream/partnerstream/internal/tracking"
+	"github.com/partnerstream/partnerstream/internal/trackscript"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
 )
@@ -62,6 +63,8 @@ type stack struct {
 	ids   *identity.Store
 	prg   *programs.Service
 	lks   *links.Service
+	// script keeps the programs' tracking script settings.
+	script *trackscript.Service
 
 	google, linkedin *testenv.Provider
 }
@@ -162,6 +165,8 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountPeople(team)
 	srv.MountPrograms(s.prg)
 	srv.MountTracking(s.lks, clicks, httpapi.TrackingOptions{})
+	s.script = trackscript.New(db, s.ids, clicks)
+	srv.MountScript(s.script)
 	srv.MountPartnerships(s.prg)
 	srv.MountProfiles(s.prg)
 	srv.MountOnboarding(s.prg)

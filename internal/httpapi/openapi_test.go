@@ -89,6 +89,7 @@ func everyArea() *httpapi.Server {
 	srv.MountRates(nil, httpapi.RatesOptions{})
 	srv.MountConversionPostback(nil)
 	srv.MountIntegrations(nil)
+	srv.MountScript(nil)
 	srv.MountStats(nil)
 	srv.MountExports(nil, nil)
 	srv.MountWebhooks(nil)

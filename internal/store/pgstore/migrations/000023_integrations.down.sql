@@ -1,3 +1,6 @@
+DROP TABLE IF EXISTS tracking_scripts;
+DELETE FROM api_keys WHERE kind = 'publishable';
+ALTER TABLE api_keys DROP COLUMN IF EXISTS program_id, DROP COLUMN IF EXISTS kind;
 DROP TABLE IF EXISTS stripe_reversals;
 DROP TABLE IF EXISTS stripe_payments;
 DROP TABLE IF EXISTS stripe_events;

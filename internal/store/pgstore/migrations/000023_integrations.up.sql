@@ -1,5 +1,23 @@
--- Integrations a brand adopts without writing code (docs/integrations.md): Stripe's events
--- become conversions and reversals.
+-- Integrations a brand adopts without writing code (docs/integrations.md): the tracking
+-- script, and Stripe's events that become conversions and reversals.
+
+-- A publishable key (ps_pk_...) belongs to one program and is good only for the tracking
+-- script's click endpoint: it is made to be seen in a web page. Secret keys are as before.
+ALTER TABLE api_keys
+    ADD COLUMN kind       text NOT NULL DEFAULT 'secret' CHECK (kind IN ('secret', 'publishable')),
+    ADD COLUMN program_id text REFERENCES programs (id) ON DELETE CASCADE,
+    ADD CHECK ((kind = 'publishable') = (program_id IS NOT NULL));
+
+-- The tracking script's settings of a program: the origins whose pages may register clicks
+-- (exact origins, or every subdomain of one: https://*.shop.example), the query parameters
+-- that carry a partner's code, and which click a visitor keeps, the first or the last.
+CREATE TABLE tracking_scripts (
+    program_id text        PRIMARY KEY REFERENCES programs (id) ON DELETE CASCADE,
+    origins    text[]      NOT NULL CHECK (cardinality(origins) <= 20),
+    params     text[]      NOT NULL CHECK (cardinality(params) BETWEEN 1 AND 5),
+    model      text        NOT NULL CHECK (model IN ('first_click', 'last_click')),
+    updated_at timestamptz NOT NULL
+);
 
 -- A conversion a Stripe event registered says so.
 ALTER TABLE conversions DROP CONSTRAINT conversions_source_check,
