@@ -9,15 +9,10 @@ package billing
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,6 +20,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/programtoken"
 )
 
 // Conversions is what billing events change; *conversions.Service is one.
@@ -33,14 +29,8 @@ type Conversions interface {
 	Reverse(ctx context.Context, advertiserID, programID, externalID, reason string) (conversions.Conversion, bool, error)
 }
 
-// A Stripe endpoint token is "stp_", the 26-character body of its program's id, then 64 hex
-// characters of secret: the program id lets the check find the one stored hash to compare in
-// constant time; only the SHA-256 of the whole token is stored.
-const (
-	tokenPrefix    = "stp_"
-	tokenIDLen     = 26
-	tokenSecretLen = 64
-)
+// tokenPrefix starts a Stripe endpoint's token (package programtoken says the rest).
+const tokenPrefix = "stp_"
 
 // Errors. Handlers map them to problems.
 var (
@@ -106,17 +96,15 @@ func (s *Service) ConnectStripe(ctx context.Context, advertiserID, programID, se
 	if !ids.Valid(ids.Program, programID) {
 		return "", ErrNotFound
 	}
-	random := make([]byte, tokenSecretLen/2)
-	if _, err := rand.Read(random); err != nil {
-		return "", fmt.Errorf("stripe token: %w", err)
+	token, hash, err := programtoken.New(tokenPrefix, programID)
+	if err != nil {
+		return "", err
 	}
-	token := tokenPrefix + strings.TrimPrefix(programID, ids.Program+"_") + hex.EncodeToString(random)
-	hash := sha256.Sum256([]byte(token))
 	tag, err := s.db.Exec(ctx, `INSERT INTO stripe_integrations (program_id, token_hash, endpoint_secret, created_at)
 		SELECT id, $3, $4, $5 FROM programs WHERE id = $1 AND advertiser_id = $2
 		ON CONFLICT (program_id) DO UPDATE SET token_hash = EXCLUDED.token_hash,
 			endpoint_secret = EXCLUDED.endpoint_secret, created_at = EXCLUDED.created_at`,
-		programID, advertiserID, hash[:], secret, s.now())
+		programID, advertiserID, hash, secret, s.now())
 	if err != nil {
 		return "", fmt.Errorf("store stripe integration of %s: %w", programID, err)
 	}
@@ -165,13 +153,11 @@ type endpoint struct{ programID, advertiserID, secret string }
 
 // check returns the endpoint of a valid token.
 func (s *Service) check(ctx context.Context, token string) (endpoint, error) {
-	if len(token) != len(tokenPrefix)+tokenIDLen+tokenSecretLen || !strings.HasPrefix(token, tokenPrefix) {
+	programID, ok := programtoken.Program(tokenPrefix, token)
+	if !ok {
 		return endpoint{}, ErrInvalidToken
 	}
-	e := endpoint{programID: ids.Program + "_" + token[len(tokenPrefix):len(tokenPrefix)+tokenIDLen]}
-	if !ids.Valid(ids.Program, e.programID) {
-		return endpoint{}, ErrInvalidToken
-	}
+	e := endpoint{programID: programID}
 	var stored []byte
 	err := s.db.QueryRow(ctx, `SELECT i.token_hash, i.endpoint_secret, p.advertiser_id FROM stripe_integrations i
 		JOIN programs p ON p.id = i.program_id WHERE i.program_id = $1`, e.programID).Scan(&stored, &e.secret, &e.advertiserID)
@@ -181,8 +167,7 @@ func (s *Service) check(ctx context.Context, token string) (endpoint, error) {
 	if err != nil {
 		return endpoint{}, fmt.Errorf("read stripe integration of %s: %w", e.programID, err)
 	}
-	presented := sha256.Sum256([]byte(token))
-	if subtle.ConstantTimeCompare(presented[:], stored) != 1 {
+	if !programtoken.Matches(token, stored) {
 		return endpoint{}, ErrInvalidToken
 	}
 	return e, nil

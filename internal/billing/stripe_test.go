@@ -20,8 +20,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
-	"github.com/partnerstream/partnerstream/internal/store/pgstore"
-	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -45,15 +44,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	url := testenv.Postgres(t)
-	if err := pgstore.Migrate(ctx, url, quiet); err != nil {
-		t.Fatal(err)
-	}
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+	_, db := pgtest.Migrated(t)
 	keys, err := clickid.ParseKeys(clickid.GenerateKeySpec())
 	if err != nil {
 		t.Fatal(err)
