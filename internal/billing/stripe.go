@@ -124,6 +124,7 @@ type stripeObject struct {
 	ClientReferenceID string            `json:"client_reference_id"`
 	Metadata          map[string]string `json:"metadata"`
 	PaymentStatus     string            `json:"payment_status"`
+	Mode              string            `json:"mode"` // checkout session: payment, subscription or setup
 	PaymentIntent     json.RawMessage   `json:"payment_intent"`
 	Invoice           json.RawMessage   `json:"invoice"`
 	Charge            json.RawMessage   `json:"charge"`
@@ -205,7 +206,11 @@ func (s *Service) handle(ctx context.Context, tx pgx.Tx, e endpoint, typ string,
 // invoice are one payment: both register under the invoice's id, so whichever comes first
 // makes the conversion and the other is a repeat.
 func (s *Service) checkout(ctx context.Context, tx pgx.Tx, e endpoint, o stripeObject, at time.Time, eventID string, out *Outcome) error {
-	if o.PaymentStatus == "unpaid" {
+	switch {
+	case o.Mode == "setup":
+		out.Outcome, out.Detail = OutcomeIgnored, "a setup session sells nothing"
+		return nil
+	case o.PaymentStatus == "unpaid":
 		out.Outcome, out.Detail = OutcomeIgnored, "not paid yet: checkout.session.async_payment_succeeded will say when it is"
 		return nil
 	}

@@ -262,6 +262,11 @@ func TestStripeEventsOutOfOrder(t *testing.T) {
 	e.mustSend(t, e.event(t, "charge.dispute.created", map[string]string{"CHARGE_ID": "ch_disputed", "PAYMENT_INTENT": "pi_disputed"}),
 		billing.OutcomeIgnored)
 
+	// Neither a session that only saves a card nor one not paid yet is a sale.
+	e.mustSend(t, e.event(t, "checkout.session.completed", map[string]string{"MODE": "setup", "AMOUNT": "null",
+		"METADATA": `{"partnerstream_click_id": ` + quote(e.click(t)) + `}`}), billing.OutcomeIgnored)
+	e.mustSend(t, e.event(t, "checkout.session.completed", map[string]string{"PAYMENT_STATUS": "unpaid", "PAYMENT_INTENT": quote("pi_later"),
+		"METADATA": `{"partnerstream_click_id": ` + quote(e.click(t)) + `}`}), billing.OutcomeIgnored)
 	// A sale nobody brought is acknowledged and recorded, not registered.
 	e.mustSend(t, e.event(t, "checkout.session.completed", map[string]string{"PAYMENT_INTENT": quote("pi_organic")}), billing.OutcomeUnattributed)
 	// So is a click id that is not one of the program's.
