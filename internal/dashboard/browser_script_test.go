@@ -141,12 +141,38 @@ func TestBrowserTrackingScript(t *testing.T) {
 
 	site := brandSite(t, s, &secret)
 	foreign := brandSite(t, s, &secret)
-	for _, p := range []string{shoes, hats} {
-		if _, err := s.script.SetSettings(ctx, u.CompanyID, p, trackscript.Settings{Origins: []string{site.URL},
-			Params: []string{"via", "ref"}, Model: trackscript.LastClick}); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := s.script.SetSettings(ctx, u.CompanyID, hats, trackscript.Settings{Origins: []string{site.URL},
+		Params: []string{"via"}, Model: trackscript.LastClick}); err != nil {
+		t.Fatal(err)
 	}
+	// Shoes' settings and its Stripe endpoint, on Settings > Integrations.
+	b.open("/app/settings/integrations")
+	b.waitFor("the programs", fmt.Sprintf(`!!document.querySelector('#int-program option[value=%q]')`, shoes))
+	b.run(chromedp.SetValue("#int-program", shoes, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector('#int-program').dispatchEvent(new Event('change'))`, nil))
+	b.waitFor("the program's settings", fmt.Sprintf(`document.querySelector('#script-form').dataset.program === %q`, shoes))
+	if cookie := b.text("#script-cookie"); !strings.Contains(cookie, "14 days") {
+		t.Fatalf("the settings say %q, want the program's 14-day window", cookie)
+	}
+	b.run(chromedp.SetValue("#script-origins", "ftp://"+strings.TrimPrefix(site.URL, "http://"), chromedp.ByQuery),
+		chromedp.Click(`#script-form button[type=submit]`, chromedp.ByQuery))
+	b.waitFor("the origin's error under its field", `document.querySelector('#script-origins').getAttribute('aria-invalid') === 'true'`)
+	b.run(chromedp.SetValue("#script-origins", site.URL, chromedp.ByQuery), chromedp.SetValue("#script-params", "via, ref", chromedp.ByQuery),
+		chromedp.Click(`#script-form button[type=submit]`, chromedp.ByQuery))
+	b.waitFor("the settings saved", `!document.querySelector('#script-origins').hasAttribute('aria-invalid') && document.querySelector('#flash').textContent.includes('saved')`)
+	if st, err := s.script.Settings(ctx, u.CompanyID, shoes); err != nil || len(st.Origins) != 1 || st.Origins[0] != site.URL ||
+		strings.Join(st.Params, ",") != "via,ref" || st.WindowDays != 14 {
+		t.Fatalf("shoes' settings %+v (%v)", st, err)
+	}
+	b.run(chromedp.SendKeys("#stripe-secret", "whsec_browserTestSecret", chromedp.ByQuery),
+		chromedp.Click(`#stripe-form button[type=submit]`, chromedp.ByQuery))
+	b.waitFor("the Stripe endpoint's URL", `!document.querySelector('#stripe-url-box').hidden`)
+	var stripeURL string
+	b.run(chromedp.Value("#stripe-url", &stripeURL, chromedp.ByQuery))
+	if !strings.HasPrefix(stripeURL, s.base+"/api/integrations/stripe/stp_") {
+		t.Fatalf("the Stripe endpoint URL shown: %q", stripeURL)
+	}
+	b.waitFor("the Stripe status", `!document.querySelector('#stripe-disconnect').hidden`)
 
 	// Refused: the page works and gets no click.
 	for name, page := range map[string]string{

@@ -17,6 +17,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/controllers"
 	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/billing"
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/dashboard"
@@ -186,6 +187,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountConversions(cnv)
 	srv.MountPayouts(cnv)
 	srv.MountConversionPostback(cnv)
+	srv.MountIntegrations(billing.New(db, cnv, billing.Options{Log: quiet}))
 	st := stats.New(ch, chDB, stats.Options{})
 	srv.MountStats(st)
 	srv.MountExports(cnv, st)
