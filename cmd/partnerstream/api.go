@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/billing"
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/config"
 	"github.com/partnerstream/partnerstream/internal/conversions"
@@ -29,6 +30,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/stats"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/tracking"
+	"github.com/partnerstream/partnerstream/internal/trackscript"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 )
 
@@ -141,6 +143,8 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	srv.MountPayouts(cnv)
 	srv.MountRates(rates.New(p.pg, nil), httpapi.RatesOptions{Operators: s.api.OperatorCompanies})
 	srv.MountConversionPostback(cnv)
+	srv.MountIntegrations(billing.New(p.pg, cnv, billing.Options{Log: log}))
+	srv.MountScript(trackscript.New(p.pg, deps.users, clicks))
 	st := stats.New(p.ch, s.ch.Database, stats.Options{})
 	srv.MountStats(st)
 	srv.MountExports(cnv, st)

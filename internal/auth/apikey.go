@@ -58,3 +58,30 @@ func ParseKey(s string) (string, error) {
 	}
 	return s, nil
 }
+
+// A publishable key is "ps_pk_" and 40 base62 characters. It is meant to be seen (a web page
+// carries it) and authenticates only the tracking script's clicks of its one program, so its
+// shape differs from a secret key's: neither parses as the other.
+const (
+	PublishableKeyPrefix = "ps_pk_"
+	publishableKeyLen    = len(PublishableKeyPrefix) + keyBodyLen
+)
+
+// NewPublishableKey returns a fresh publishable key, the prefix shown in lists and the hash
+// to store.
+func NewPublishableKey() (key, display string, hash []byte) {
+	key, _, _ = NewKey()
+	key = PublishableKeyPrefix + key[len(KeyPrefix):]
+	return key, key[:len(PublishableKeyPrefix)+6], HashKey(key)
+}
+
+// ParsePublishableKey checks the shape of a presented publishable key before any lookup.
+func ParsePublishableKey(s string) (string, error) {
+	if len(s) != publishableKeyLen || !strings.HasPrefix(s, PublishableKeyPrefix) {
+		return "", ErrMalformedKey
+	}
+	if _, err := ParseKey(KeyPrefix + s[len(PublishableKeyPrefix):]); err != nil {
+		return "", err
+	}
+	return s, nil
+}

@@ -52,3 +52,23 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+func TestPublishableAndSecretKeysNeverParseAsEachOther(t *testing.T) {
+	pk, display, hash := NewPublishableKey()
+	if _, err := ParsePublishableKey(pk); err != nil {
+		t.Fatalf("a new publishable key does not parse: %v", err)
+	}
+	if !strings.HasPrefix(pk, PublishableKeyPrefix) || !strings.HasPrefix(pk, display) || !bytes.Equal(hash, HashKey(pk)) {
+		t.Fatalf("publishable key %q, display %q", pk, display)
+	}
+	if _, err := ParseKey(pk); err == nil {
+		t.Fatal("a publishable key parses as a secret key")
+	}
+	sk, _, _ := NewKey()
+	if _, err := ParsePublishableKey(sk); err == nil {
+		t.Fatal("a secret key parses as a publishable key")
+	}
+	if _, err := ParsePublishableKey(pk[:len(pk)-1] + "-"); err == nil {
+		t.Fatal("a publishable key with a non-base62 byte parses")
+	}
+}

@@ -55,6 +55,8 @@ var Types = []string{TypeSale, TypeLead, TypeSignup, TypeInstall, TypeCustom, Ty
 const (
 	SourceAPI      = "api"
 	SourcePostback = "postback"
+	// SourceStripe: a Stripe event sent to the program's endpoint (package billing).
+	SourceStripe = "stripe"
 )
 
 // MaxExternalID is the longest external id (the advertiser's order id), in characters.

@@ -2,28 +2,17 @@ package conversions
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/programtoken"
 )
 
-// A postback token is "pbt_", the 26-character body of its program's id, then 64 hex
-// characters of secret (256 bits). The program id in it lets the check find the one stored
-// hash to compare, in constant time, before anything else is looked at; only the SHA-256 of
-// the whole token is stored.
-const (
-	tokenPrefix    = "pbt_"
-	tokenIDLen     = 26
-	tokenSecretLen = 64
-)
+// tokenPrefix starts a postback token (package programtoken says the rest).
+const tokenPrefix = "pbt_"
 
 // ErrInvalidToken: the postback token is malformed, unknown or was rotated away.
 var ErrInvalidToken = errors.New("the postback token is not valid")
@@ -34,16 +23,14 @@ func (s *Service) RotatePostbackToken(ctx context.Context, advertiserID, program
 	if !ids.Valid(ids.Program, programID) {
 		return "", ErrNotFound
 	}
-	secret := make([]byte, tokenSecretLen/2)
-	if _, err := rand.Read(secret); err != nil {
-		return "", fmt.Errorf("postback token: %w", err)
+	token, hash, err := programtoken.New(tokenPrefix, programID)
+	if err != nil {
+		return "", err
 	}
-	token := tokenPrefix + strings.TrimPrefix(programID, ids.Program+"_") + hex.EncodeToString(secret)
-	hash := sha256.Sum256([]byte(token))
 	tag, err := s.db.Exec(ctx, `INSERT INTO program_postback_tokens (program_id, token_hash, created_at)
 		SELECT id, $3, $4 FROM programs WHERE id = $1 AND advertiser_id = $2
 		ON CONFLICT (program_id) DO UPDATE SET token_hash = EXCLUDED.token_hash, created_at = EXCLUDED.created_at`,
-		programID, advertiserID, hash[:], s.now())
+		programID, advertiserID, hash, s.now())
 	if err != nil {
 		return "", fmt.Errorf("store postback token of %s: %w", programID, err)
 	}
@@ -73,11 +60,8 @@ func (s *Service) RegisterPostback(ctx context.Context, token string, in NewConv
 
 // checkToken returns the program and advertiser of a valid token.
 func (s *Service) checkToken(ctx context.Context, token string) (programID, advertiserID string, err error) {
-	if len(token) != len(tokenPrefix)+tokenIDLen+tokenSecretLen || !strings.HasPrefix(token, tokenPrefix) {
-		return "", "", ErrInvalidToken
-	}
-	programID = ids.Program + "_" + token[len(tokenPrefix):len(tokenPrefix)+tokenIDLen]
-	if !ids.Valid(ids.Program, programID) {
+	programID, ok := programtoken.Program(tokenPrefix, token)
+	if !ok {
 		return "", "", ErrInvalidToken
 	}
 	var stored []byte
@@ -89,8 +73,7 @@ func (s *Service) checkToken(ctx context.Context, token string) (programID, adve
 	if err != nil {
 		return "", "", fmt.Errorf("read postback token of %s: %w", programID, err)
 	}
-	presented := sha256.Sum256([]byte(token))
-	if subtle.ConstantTimeCompare(presented[:], stored) != 1 {
+	if !programtoken.Matches(token, stored) {
 		return "", "", ErrInvalidToken
 	}
 	return programID, advertiserID, nil

@@ -144,6 +144,7 @@ var pages = []*page{
 	{Name: "payouts", Path: "/app/payouts"},
 	{Name: "profile", Path: "/app/settings/profile", Settings: true, Kinds: []string{identity.Affiliate}},
 	{Name: "postbacks", Path: "/app/settings/postbacks", Settings: true},
+	{Name: "integrations", Path: "/app/settings/integrations", Settings: true, Kinds: []string{identity.Advertiser}},
 	{Name: "webhooks", Path: "/app/settings/webhooks", Settings: true, Extra: map[string]any{"Events": webhookEvents}},
 	{Name: "apikeys", Path: "/app/settings/api-keys", Settings: true},
 	{Name: "team", Path: "/app/settings/team", Settings: true},

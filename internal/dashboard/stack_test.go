@@ -17,6 +17,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/controllers"
 	"github.com/partnerstream/partnerstream/internal/auth"
+	"github.com/partnerstream/partnerstream/internal/billing"
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/dashboard"
@@ -44,6 +45,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 	"github.com/partnerstream/partnerstream/internal/tracking"
+	"github.com/partnerstream/partnerstream/internal/trackscript"
 	"github.com/partnerstream/partnerstream/internal/webhooks"
 	"github.com/partnerstream/partnerstream/internal/webhooks/kubetest"
 )
@@ -62,6 +64,8 @@ type stack struct {
 	ids   *identity.Store
 	prg   *programs.Service
 	lks   *links.Service
+	// script keeps the programs' tracking script settings.
+	script *trackscript.Service
 
 	google, linkedin *testenv.Provider
 }
@@ -162,6 +166,8 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountPeople(team)
 	srv.MountPrograms(s.prg)
 	srv.MountTracking(s.lks, clicks, httpapi.TrackingOptions{})
+	s.script = trackscript.New(db, s.ids, clicks)
+	srv.MountScript(s.script)
 	srv.MountPartnerships(s.prg)
 	srv.MountProfiles(s.prg)
 	srv.MountOnboarding(s.prg)
@@ -181,6 +187,7 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountConversions(cnv)
 	srv.MountPayouts(cnv)
 	srv.MountConversionPostback(cnv)
+	srv.MountIntegrations(billing.New(db, cnv, billing.Options{Log: quiet}))
 	st := stats.New(ch, chDB, stats.Options{})
 	srv.MountStats(st)
 	srv.MountExports(cnv, st)

@@ -16,6 +16,7 @@ import (
 // APIKeyStore is what the API key routes need from the identity store.
 type APIKeyStore interface {
 	CreateAPIKey(ctx context.Context, companyID, name string) (string, identity.APIKey, error)
+	CreatePublishableKey(ctx context.Context, companyID, programID, name string) (string, identity.APIKey, error)
 	ListAPIKeys(ctx context.Context, companyID string, p page.Request) ([]identity.APIKey, string, error)
 	RevokeAPIKey(ctx context.Context, companyID, keyID string) (string, error)
 	CompanyByID(ctx context.Context, id string) (identity.Company, error)
@@ -59,7 +60,9 @@ func (h apiKeyHandlers) list(c *fiber.Ctx) error {
 
 func (h apiKeyHandlers) create(c *fiber.Ctx) error {
 	var in struct {
-		Name string `json:"name"`
+		Name      string `json:"name"`
+		Kind      string `json:"kind"`
+		ProgramID string `json:"program_id"`
 	}
 	if err := DecodeJSON(c, &in); err != nil {
 		return err
@@ -68,7 +71,33 @@ func (h apiKeyHandlers) create(c *fiber.Ctx) error {
 	if msg := freetext.Check(in.Name, 1, 100, false); msg != "" {
 		return Invalid(FieldError{Field: "name", Message: msg})
 	}
-	key, rec, err := h.store.CreateAPIKey(c.UserContext(), Caller(c).CompanyID, in.Name)
+	var (
+		key string
+		rec identity.APIKey
+		err error
+	)
+	switch in.Kind {
+	case "", identity.KeySecret:
+		if in.ProgramID != "" {
+			return Invalid(FieldError{Field: "program_id", Message: "is only for a publishable key"})
+		}
+		key, rec, err = h.store.CreateAPIKey(c.UserContext(), Caller(c).CompanyID, in.Name)
+	case identity.KeyPublishable:
+		// A publishable key registers the tracking script's clicks of one of the
+		// advertiser's programs (docs/integrations.md).
+		if Caller(c).CompanyKind != identity.Advertiser {
+			return NewProblem(fiber.StatusForbidden, "advertiser_only", "only advertisers make publishable keys, for their programs' tracking script")
+		}
+		if !ids.Valid(ids.Program, in.ProgramID) {
+			return Invalid(FieldError{Field: "program_id", Message: "must be the id of one of your programs (prg_...)"})
+		}
+		key, rec, err = h.store.CreatePublishableKey(c.UserContext(), Caller(c).CompanyID, in.ProgramID, in.Name)
+		if errors.Is(err, identity.ErrNotFound) {
+			return Invalid(FieldError{Field: "program_id", Message: "must be the id of one of your programs (prg_...)"})
+		}
+	default:
+		return Invalid(FieldError{Field: "kind", Message: "must be secret or publishable"})
+	}
 	if err != nil {
 		return err
 	}

@@ -301,11 +301,16 @@ func (k *fakeKeys) Authenticate(_ context.Context, key string) (auth.KeyRecord, 
 
 func (k *fakeKeys) CreateAPIKey(_ context.Context, companyID, name string) (string, identity.APIKey, error) {
 	key, display, _ := auth.NewKey()
-	rec := identity.APIKey{ID: ids.New(ids.APIKey), CompanyID: companyID, Name: name, Prefix: display, CreatedAt: time.Now().UTC()}
+	rec := identity.APIKey{ID: ids.New(ids.APIKey), CompanyID: companyID, Name: name, Prefix: display, CreatedAt: time.Now().UTC(), Kind: identity.KeySecret}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.byKey[key] = rec
 	return key, rec, nil
+}
+
+// CreatePublishableKey: the fake has no programs.
+func (k *fakeKeys) CreatePublishableKey(context.Context, string, string, string) (string, identity.APIKey, error) {
+	return "", identity.APIKey{}, identity.ErrNotFound
 }
 
 func (k *fakeKeys) ListAPIKeys(_ context.Context, companyID string, _ page.Request) ([]identity.APIKey, string, error) {

@@ -88,6 +88,8 @@ func everyArea() *httpapi.Server {
 	srv.MountFraud(nil)
 	srv.MountRates(nil, httpapi.RatesOptions{})
 	srv.MountConversionPostback(nil)
+	srv.MountIntegrations(nil)
+	srv.MountScript(nil)
 	srv.MountStats(nil)
 	srv.MountExports(nil, nil)
 	srv.MountWebhooks(nil)

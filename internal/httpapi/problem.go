@@ -64,7 +64,7 @@ var fiberCodes = map[int]string{
 
 // errorHandler turns every error into problem+json; anything unexpected becomes a 500 whose
 // detail never leaks internals (the log keeps them, under the same request id).
-func errorHandler(log *slog.Logger) fiber.ErrorHandler {
+func errorHandler(log *slog.Logger, path func(*fiber.Ctx) string) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
 		var p *Problem
 		var fe *fiber.Error
@@ -77,7 +77,7 @@ func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 			}
 			p = NewProblem(fe.Code, code, fe.Message)
 		default:
-			log.Error("request failed", "request_id", RequestID(c), "method", c.Method(), "path", c.Path(), "err", err)
+			log.Error("request failed", "request_id", RequestID(c), "method", c.Method(), "path", path(c), "err", err)
 			p = NewProblem(fiber.StatusInternalServerError, "internal", "an unexpected error occurred; quote the request_id when reporting it")
 		}
 		cp := *p

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -85,12 +86,16 @@ type Server struct {
 	// routes indexes the route templates for knownRoute.
 	routes    atomic.Pointer[routeIndex]
 	publicAPI [][]string // /api route templates that need no credentials (sign-in), by segment
+	// secretRoutes are the route templates whose paths carry a credential: logs name the
+	// template instead (loggedPath).
+	secretRoutes []string
 	// bound receives the listening address once the server accepts connections.
 	bound chan string
 }
 
 // New builds the server and its routes.
 func New(o Options) *Server {
+	var s *Server
 	app := fiber.New(fiber.Config{
 		AppName:               "partnerstream",
 		BodyLimit:             BodyLimit,
@@ -99,7 +104,7 @@ func New(o Options) *Server {
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           120 * time.Second,
 		DisableStartupMessage: true,
-		ErrorHandler:          errorHandler(o.Log),
+		ErrorHandler:          errorHandler(o.Log, func(c *fiber.Ctx) string { return s.loggedPath(c) }),
 		// The families' credential rules select routes by their exact prefix: a router that
 		// ignored case would serve /API/api-keys without any credentials.
 		CaseSensitive: true,
@@ -116,7 +121,7 @@ func New(o Options) *Server {
 	if o.Limits == nil {
 		o.Limits = ratelimit.NewMemory()
 	}
-	s := &Server{app: app, addr: o.Addr, log: o.Log, keys: o.Keys, sessions: o.Sessions, idem: o.Idempotency,
+	s = &Server{app: app, addr: o.Addr, log: o.Log, keys: o.Keys, sessions: o.Sessions, idem: o.Idempotency,
 		limiter:         newLimiter(o.Limits, scopeCredential, "this credential", o.RateLimit, o.Now),
 		postbackLimiter: newLimiter(o.Limits, scopePostback, "this postback token", o.PostbackLimit, o.Now),
 		failedAuth:      newFailedAuth(o.Limits, o.FailedAuthLimit, o.Now), limitStore: o.Limits,
@@ -156,6 +161,15 @@ func (s *Server) isPublic(path string) bool {
 		}
 	}
 	return false
+}
+
+// loggedPath is the request's path for a log line: the route template when the path carries
+// a credential.
+func (s *Server) loggedPath(c *fiber.Ctx) string {
+	if r := c.Route(); r != nil && slices.Contains(s.secretRoutes, r.Path) {
+		return r.Path
+	}
+	return c.Path()
 }
 
 // noKeys refuses every API key (a server built without a key store).
@@ -267,7 +281,7 @@ func RequestID(c *fiber.Ctx) string {
 func (s *Server) recover(c *fiber.Ctx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.log.Error("panic in handler", "request_id", RequestID(c), "path", c.Path(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			s.log.Error("panic in handler", "request_id", RequestID(c), "path", s.loggedPath(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			err = errors.New("panic")
 		}
 	}()

@@ -49,7 +49,16 @@ type APIKey struct {
 	Prefix     string     `json:"prefix"`
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
+	// Kind is KeySecret or KeyPublishable; a publishable key belongs to ProgramID.
+	Kind      string  `json:"kind"`
+	ProgramID *string `json:"program_id"`
 }
+
+// Kinds of API keys.
+const (
+	KeySecret      = "secret"
+	KeyPublishable = "publishable"
+)
 
 // ErrNotFound is returned when a looked-up record does not exist.
 var ErrNotFound = errors.New("not found")
@@ -104,7 +113,7 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (User, error) {
 // CreateAPIKey makes a key for the company and returns it once, with its record.
 func (s *Store) CreateAPIKey(ctx context.Context, companyID, name string) (string, APIKey, error) {
 	key, display, hash := auth.NewKey()
-	k := APIKey{ID: ids.New(ids.APIKey), CompanyID: companyID, Name: name, Prefix: display}
+	k := APIKey{ID: ids.New(ids.APIKey), CompanyID: companyID, Name: name, Prefix: display, Kind: KeySecret}
 	err := s.db.QueryRow(ctx,
 		`INSERT INTO api_keys (id, company_id, name, prefix, hash) VALUES ($1, $2, $3, $4, $5) RETURNING created_at`,
 		k.ID, k.CompanyID, k.Name, k.Prefix, hash).Scan(&k.CreatedAt)

@@ -44,6 +44,9 @@ type Visit struct {
 	Subs [5]string
 	// VisitorID is the visitor cookie's value, "" without one.
 	VisitorID string
+	// Landing is the page a tracking-script click was made on (ScriptClick); the redirect
+	// sets its own.
+	Landing string
 }
 
 // Redirect is the answer to a Visit.
@@ -122,6 +125,36 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 		return Redirect{}, err
 	}
 	now := s.now().UTC()
+	r := Redirect{to: dest.pick(now)}
+	v.Landing = r.to.plain
+	r.Click, r.newVisitor = s.record(ctx, dest, v, now)
+	return r, nil
+}
+
+// ScriptClick records the click of a visit the tracking script reported from a page of the
+// program's own site (docs/integrations.md): the same click as a redirect's (signed id,
+// visitor, bots, the Kafka path), whose landing URL is the page's (v.Landing). A code that is
+// not one of programID's links is ErrUnknownLink. newVisitor is the visitor id for the
+// page to keep, "" when the visit had a valid one.
+func (s *Service) ScriptClick(ctx context.Context, programID string, v Visit) (c events.Click, newVisitor string, err error) {
+	dest, err := s.links.Resolve(ctx, v.Code)
+	if err != nil {
+		return events.Click{}, "", err
+	}
+	if dest.ProgramID != programID {
+		return events.Click{}, "", ErrUnknownLink
+	}
+	v.Landing = cut(v.Landing, MaxReferrerLen)
+	c, id := s.record(ctx, dest, v, s.now().UTC())
+	if id[0] != 0 {
+		newVisitor = string(id[:])
+	}
+	return c, newVisitor, nil
+}
+
+// record makes the click of a visit to dest and hands it to the recorder; it returns the
+// click and the new visitor id (all zero bytes when the visit had a valid one).
+func (s *Service) record(ctx context.Context, dest *Destination, v Visit, now time.Time) (events.Click, [visitorIDLen]byte) {
 	var random [clickid.RandomLen]byte
 	_, _ = rand.Read(random[:]) // crypto/rand.Read never fails on supported platforms
 	c := events.Click{
@@ -129,7 +162,7 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 		LinkID: dest.LinkID, ProgramID: dest.ProgramID, AffiliateID: dest.AffiliateID, AdvertiserID: dest.AdvertiserID,
 		PromotionID: dest.PromotionID,
 		IP:          v.IP, UserAgent: cut(v.UserAgent, MaxUserAgentLen), Referrer: cut(v.Referrer, MaxReferrerLen),
-		IsBot: IsBot(v.UserAgent),
+		IsBot: IsBot(v.UserAgent), LandingURL: v.Landing,
 	}
 	subs := dest.Subs
 	for i, q := range v.Subs {
@@ -140,28 +173,23 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 	}
 	c.Sub1, c.Sub2, c.Sub3, c.Sub4, c.Sub5 = subs[0], subs[1], subs[2], subs[3], subs[4]
 
-	var r Redirect
 	// The visitor is its cookie, or the cookie its address, user agent and hour make
 	// (visitors), handed out now.
-	var cookie [visitorIDLen]byte
+	var cookie, newVisitor [visitorIDLen]byte
 	if validVisitorID(v.VisitorID) {
 		copy(cookie[:], v.VisitorID)
 	} else {
 		cookie = s.visitors.cookie(v.IP, c.UserAgent, now.Unix()/3600)
-		r.newVisitor = cookie
+		newVisitor = cookie
 	}
 	c.Visitor = s.visitors.id(&cookie)
 	if c.IsBot {
 		clicksBot.Inc()
 	}
-
-	r.to = dest.pick(now)
-	c.LandingURL = r.to.plain
 	if err := s.recorder.Record(ctx, c); err != nil {
 		s.log.Warn("click not recorded; redirecting anyway", "click_id", c.ClickID, "link_id", c.LinkID, "err", err)
 	}
-	r.Click = c
-	return r, nil
+	return c, newVisitor
 }
 
 // clickID mints the signed click id. A link id the codec cannot carry would be a bug
