@@ -506,6 +506,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/integrations/stripe/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's token (stp_...), from connectStripe. */
+                token: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a Stripe event of the program whose endpoint the token names
+         * @description Stripe posts here; the body is verified with the `Stripe-Signature` header and the
+         *     endpoint's secret. `checkout.session.completed`, `checkout.session.async_payment_succeeded`
+         *     and `invoice.paid` register conversions, `charge.refunded` (in full) and
+         *     `charge.dispute.created` take their commissions back, `invoice_payment.paid` ties an
+         *     invoice's payment to its conversion; any other type is acknowledged. Each event is
+         *     handled once: a redelivery answers 200 with `outcome: duplicate` and changes nothing.
+         *     An address that keeps sending wrong tokens gets 429 `too_many_failed_credentials`.
+         */
+        post: operations["receiveStripeEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/onboarding": {
         parameters: {
             query?: never;
@@ -1169,6 +1198,40 @@ export interface paths {
         patch: operations["updateFraudRules"];
         trace?: never;
     };
+    "/api/programs/{id}/integrations/stripe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The program id (prg_...). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * The program's Stripe endpoint (never its token or secret)
+         * @description Advertisers.
+         */
+        get: operations["getStripeIntegration"];
+        /**
+         * Connect Stripe (or replace the endpoint's token and secret at once); the URL is shown only here
+         * @description Advertisers' owners and admins. `endpoint_secret` is the signing secret Stripe shows
+         *     for the webhook endpoint (`whsec_...`); it is stored to verify events and never shown
+         *     again. The answer's `webhook_url` is the path to add to the api's base URL and give
+         *     Stripe; a previous URL stops working.
+         */
+        put: operations["connectStripe"];
+        post?: never;
+        /**
+         * Disconnect Stripe; the endpoint's URL stops working, what its events registered stays
+         * @description Advertisers' owners and admins.
+         */
+        delete: operations["disconnectStripe"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/programs/{id}/invitations": {
         parameters: {
             query?: never;
@@ -1236,6 +1299,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/programs/{id}/tracking-script": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The program id (prg_...). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * The program's tracking script settings (the defaults until set)
+         * @description Advertisers.
+         */
+        get: operations["getTrackingScriptSettings"];
+        /**
+         * Replace the program's tracking script settings
+         * @description Advertisers' owners and admins.
+         */
+        put: operations["setTrackingScriptSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/promotions/{id}": {
         parameters: {
             query?: never;
@@ -1296,6 +1386,31 @@ export interface paths {
          *     is line 1) and what is wrong with it.
          */
         post: operations["importRates"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/script/clicks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register a click the tracking script saw on one of the program's pages
+         * @description Sent by `/t.js` as `text/plain` (a simple cross-origin request, no preflight). The
+         *     key must be a publishable key of the program, the request's `Origin` one of the
+         *     program's script `origins`, and `code` the code of one of the program's links. The
+         *     click then takes the redirect's path (signed id, visitor, bots, duplicates,
+         *     enrichment, statistics). Only an allowed origin gets `Access-Control-Allow-Origin`.
+         *     An address that keeps sending wrong keys gets 429 `too_many_failed_credentials`.
+         */
+        post: operations["registerScriptClick"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2319,6 +2434,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/t.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tracking script, configured for a publishable key's program
+         * @description Include it on the program's pages as `<script async src="https://<api>/t.js?key=ps_pk_..."></script>`.
+         *     It reads a partner's code from the page's query (the program's `params`), registers
+         *     the click through `POST /api/script/clicks`, keeps the click id in the first-party
+         *     cookie `ps_click_id` for the program's attribution window, and exposes it as
+         *     `window.partnerstream.clickId` and in every form field named `partnerstream_click_id`.
+         *     An unknown key gets a script that does nothing (it never throws on the page).
+         */
+        get: operations["getTrackingScript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2328,10 +2468,14 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             id: string;
+            /** @enum {string} */
+            kind: "secret" | "publishable";
             /** Format: date-time */
             last_used_at: string | null;
             name: string;
             prefix: string;
+            /** @description The program of a publishable key; null for a secret key. */
+            program_id: string | null;
         };
         /** @description The advertiser sees `email`; the invited affiliate sees `advertiser_name` instead. */
         AffiliateInvitation: {
@@ -2481,7 +2625,7 @@ export interface components {
             rate_date?: string;
             risk: components["schemas"]["ConversionRisk"];
             /** @enum {string} */
-            source: "api" | "postback";
+            source: "api" | "postback" | "stripe";
             sub1: string;
             /** @enum {string} */
             type: "sale" | "lead" | "signup" | "install" | "custom" | "renewal";
@@ -3261,6 +3405,16 @@ export interface components {
             /** @description Empty for clicks without one. */
             sub1?: string;
         } & components["schemas"]["StatsFigures"];
+        StripeIntegration: {
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the last event was handled.
+             */
+            last_event_at: string | null;
+            program_id: string;
+        };
         TeamInvitation: {
             /** Format: date-time */
             created_at: string;
@@ -3351,6 +3505,15 @@ export interface components {
             sub3?: string;
             sub4?: string;
             sub5?: string;
+        };
+        TrackingScriptSettings: {
+            /** @description How long the click cookie lives: the program's attribution window. */
+            cookie_days: number;
+            /** @enum {string} */
+            model: "first_click" | "last_click";
+            origins: string[];
+            params: string[];
+            program_id: string;
         };
         User: {
             company_id: string;
@@ -4144,7 +4307,17 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /**
+                     * @description `publishable` (advertisers): a key of one program (`program_id`), made to be
+                     *     seen in a web page, good only for the tracking script's clicks
+                     *     (`POST /api/script/clicks`); it never authenticates any other route.
+                     * @default secret
+                     * @enum {string}
+                     */
+                    kind?: "secret" | "publishable";
                     name: string;
+                    /** @description The program of a publishable key (prg_...). */
+                    program_id?: string;
                 };
             };
         };
@@ -4726,6 +4899,53 @@ export interface operations {
             415: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             429: components["responses"]["TooManyRequests"];
+        };
+    };
+    receiveStripeEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Stripe-Signature": string;
+            };
+            path: {
+                /** @description The endpoint's token (stp_...), from connectStripe. */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The event was handled, now or before. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        conversion_id: string | null;
+                        /** @description Why the event did nothing, when it did nothing. */
+                        detail: string | null;
+                        event_id: string;
+                        /** @enum {string} */
+                        outcome: "registered" | "repeat" | "reversed" | "waiting" | "linked" | "ignored" | "unattributed" | "not_reversed" | "no_conversion" | "duplicate";
+                        type: string;
+                    };
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Problem"];
         };
     };
     getOnboarding: {
@@ -5972,6 +6192,111 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
         };
     };
+    getStripeIntegration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The program id (prg_...). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StripeIntegration"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    connectStripe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The program id (prg_...). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    endpoint_secret: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint, with the URL to give Stripe. */
+            200: {
+                headers: {
+                    "Cache-Control"?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StripeIntegration"] & {
+                        webhook_url: string;
+                    };
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    disconnectStripe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The program id (prg_...). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Disconnected. */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
     listProgramInvitations: {
         parameters: {
             query?: never;
@@ -6165,6 +6490,82 @@ export interface operations {
             409: components["responses"]["Problem"];
             415: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    getTrackingScriptSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The program id (prg_...). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrackingScriptSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    setTrackingScriptSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The program id (prg_...). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    model: "first_click" | "last_click";
+                    /** @description Origins whose pages may register clicks: https://shop.example, http://127.0.0.1:8080, or https://*.shop.example for every subdomain. */
+                    origins: string[];
+                    params: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The settings, normalised. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrackingScriptSettings"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
             429: components["responses"]["TooManyRequests"];
         };
     };
@@ -6363,6 +6764,60 @@ export interface operations {
                 };
             };
             429: components["responses"]["TooManyRequests"];
+        };
+    };
+    registerScriptClick: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/plain": {
+                    /** @description The partner's code: the code of one of the program's links. */
+                    code: string;
+                    /** @description A publishable key (ps_pk_...). */
+                    key: string;
+                    referrer?: string;
+                    /** @description sub1..sub5 of the page's query. */
+                    subs?: string[];
+                    /** @description The page the visitor landed on (cut to 2048 bytes). */
+                    url?: string;
+                    /** @description The visitor_id an earlier answer gave, kept by the page. */
+                    visitor_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The click. */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    "Cache-Control"?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        click_id: string;
+                        /** @description A new visitor id for the page to keep (null: keep the one sent). */
+                        visitor_id: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Problem"];
         };
     };
     getStats: {
@@ -8162,6 +8617,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Readiness"];
+                };
+            };
+        };
+    };
+    getTrackingScript: {
+        parameters: {
+            query: {
+                /** @description A publishable key (ps_pk_...). */
+                key: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The script. */
+            200: {
+                headers: {
+                    "Cache-Control"?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
                 };
             };
         };
