@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/partnerstream/partnerstream/internal/enrich"
 )
 
 // Reason codes of the rules built so far (docs/fraud.md lists the later ones too).
@@ -97,12 +99,10 @@ const MaxCountries = 250
 // of one link in it, so a longer one would read more of ClickHouse per conversion.
 const MaxVelocityWindow = 24 * 3600
 
-// PaidAdsParams are the landing-URL parameters that paid-ads networks add to a click they
-// bought (Google, Meta, Microsoft, TikTok, LinkedIn, X, Pinterest, Snap, Reddit, Yandex):
-// an affiliate who buys ads on the advertiser's brand shows them. Ingest records which a
-// click carried (enrich.UTM.PaidAds); paid_ads_click fires on those its program does not allow.
-var PaidAdsParams = []string{"gclid", "gbraid", "wbraid", "gad_source", "dclid", "fbclid", "msclkid", "ttclid",
-	"li_fat_id", "twclid", "epik", "sccid", "rdt_cid", "yclid"}
+// PaidAdsParams are the paid-ads click ids ingest looks for on a landing URL: an affiliate
+// who buys ads on the advertiser's brand shows them. paid_ads_click fires on those its
+// program does not allow.
+var PaidAdsParams = enrich.PaidAdsParams
 
 // MaxMinSeconds is the largest minimum click-to-conversion time: an hour is already far
 // beyond any checkout a bot would skip.
