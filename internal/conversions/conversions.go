@@ -391,16 +391,21 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 // duplicate_order and duplicate_customer run: the earlier conversion of another affiliate
 // with the same order id, and with the same customer (empty for none). A rule that does not run
 // reads nothing. Four statements rather than one with flags: a flag Postgres can fold away
-// makes it plan the statement anew at every execution. Any earlier conversion will do: an
-// ORDER BY id would tempt the planner to walk the whole primary key in id order when there
-// is none (the common case), which grows with the table.
+// makes it plan the statement anew at every execution.
+//
+// Each takes any one match with array_agg rather than LIMIT 1 or min(): Postgres caches a
+// generic plan of the statement, where a LIMIT 1 (and min(), which it turns into one) makes a
+// walk of the advertiser's rows in another index look cheap (it expects a match soon), and
+// with no match (the common case) that walk reads every conversion of the advertiser: the cost
+// grew with the table. Without a limit the planner costs the whole scan and takes the index
+// made for the lookup (conversions_order; conversions_customer, conversions_customer_email).
 var duplicates = func() (out [2][2]string) {
-	const order = `COALESCE((SELECT o.id FROM conversions o WHERE o.advertiser_id = $3 AND lower(o.external_id) = lower($11)
-		AND o.affiliate_id <> $4 LIMIT 1), '')`
-	const customer = `COALESCE((SELECT o.id FROM conversions o WHERE o.program_id = $2 AND o.customer_id = $21 AND $21 <> ''
-		AND o.affiliate_id <> $4 LIMIT 1),
-		(SELECT o.id FROM conversions o WHERE o.program_id = $2 AND o.customer_email_hash = $22
-		AND o.affiliate_id <> $4 LIMIT 1), '')`
+	const order = `COALESCE((SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.advertiser_id = $3
+		AND lower(o.external_id) = lower($11) AND o.affiliate_id <> $4), '')`
+	const customer = `COALESCE((SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.program_id = $2 AND o.customer_id = $21
+		AND $21 <> '' AND o.affiliate_id <> $4),
+		(SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.program_id = $2 AND o.customer_email_hash = $22
+		AND o.affiliate_id <> $4), '')`
 	for i, o := range []string{"''", order} {
 		for j, c := range []string{"''", customer} {
 			out[i][j] = o + ", " + c
