@@ -61,9 +61,13 @@ func (s *Service) DecideClicks(ctx context.Context) (int, error) {
 		id, advertiserID, programID, clickID string
 		clickedAt, createdAt                 time.Time
 		rules                                fraud.Settings
+		exempt                               []string
+		facts                                fraud.Conversion
 	}
 	rows, err := s.db.Query(ctx, `SELECT v.id, v.advertiser_id, v.program_id, v.click_id, v.clicked_at, v.created_at,
-		(SELECT rules FROM fraud_settings WHERE program_id = v.program_id)
+		(SELECT rules FROM fraud_settings WHERE program_id = v.program_id),
+		ARRAY(SELECT code FROM fraud_exemptions WHERE partnership_id = v.partnership_id),
+		v.affiliate_id, v.type, v.amount, v.currency, v.occurred_at
 		FROM conversions v WHERE v.click_pending ORDER BY v.created_at LIMIT $1`, clickBatch)
 	if err != nil {
 		return 0, fmt.Errorf("read conversions awaiting their click: %w", err)
@@ -72,11 +76,14 @@ func (s *Service) DecideClicks(ctx context.Context) (int, error) {
 	var keys []fraud.ClickKey
 	var w waiting
 	var raw []byte
-	if _, err := pgx.ForEachRow(rows, []any{&w.id, &w.advertiserID, &w.programID, &w.clickID, &w.clickedAt, &w.createdAt, &raw}, func() error {
+	f := &w.facts
+	if _, err := pgx.ForEachRow(rows, []any{&w.id, &w.advertiserID, &w.programID, &w.clickID, &w.clickedAt, &w.createdAt, &raw,
+		&w.exempt, &f.AffiliateID, &f.Type, &f.Amount, &f.Currency, &f.OccurredAt}, func() error {
 		var err error
 		if w.rules, err = fraud.ParseStored(raw); err != nil {
 			return err
 		}
+		f.ProgramID, f.OccurredAt = w.programID, f.OccurredAt.UTC()
 		list = append(list, w)
 		keys = append(keys, keyOf(w.advertiserID, w.programID, w.clickID, w.clickedAt, w.rules))
 		return nil
@@ -92,33 +99,45 @@ func (s *Service) DecideClicks(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Most conversions fire no rule: they are settled in one statement; a conversion a rule
+	// fires on is settled in a transaction of its own (its verdicts, maybe a hold and its event).
+	var quiet, countries, devices []string
 	settled := 0
 	for _, w := range list {
 		click, ok := found[w.clickID]
-		if !ok && s.now().Sub(w.createdAt) < MaxClickWait {
+		switch {
+		case !ok && s.now().Sub(w.createdAt) < MaxClickWait:
 			continue
-		}
-		if err := s.settleClick(ctx, w.id, click, ok, w.rules); err != nil {
-			return settled, err
+		case !ok:
+			quiet, countries, devices = append(quiet, w.id), append(countries, ""), append(devices, "")
+		case len(fraud.DecideClick(w.rules, w.exempt, click, w.facts, s.now())) == 0:
+			quiet, countries, devices = append(quiet, w.id), append(countries, click.Country), append(devices, click.DeviceType)
+		default:
+			if err := s.settleClick(ctx, w.id, click, w.rules); err != nil {
+				return settled, err
+			}
 		}
 		settled++
+	}
+	if len(quiet) > 0 {
+		if _, err := s.db.Exec(ctx, `UPDATE conversions v SET click_pending = false, click_country = NULLIF(u.country, ''),
+			click_device_type = NULLIF(u.device, '') FROM unnest($1::text[], $2::text[], $3::text[]) u (id, country, device)
+			WHERE v.id = u.id AND v.click_pending`, quiet, countries, devices); err != nil {
+			return settled - len(quiet), fmt.Errorf("store the clicks of conversions: %w", err)
+		}
 	}
 	return settled, nil
 }
 
-// settleClick records a waiting conversion's click (known false: given up) and the click
-// rules' verdicts, in one transaction.
-func (s *Service) settleClick(ctx context.Context, conversionID string, click fraud.Click, known bool, rules fraud.Settings) error {
+// settleClick records a waiting conversion's click and the click rules' verdicts, in one
+// transaction, deciding again under the lock (the exemptions may have changed).
+func (s *Service) settleClick(ctx context.Context, conversionID string, click fraud.Click, rules fraud.Settings) error {
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		locked, err := lock(ctx, tx, `v.id = $1 AND v.click_pending`, conversionID)
 		if err != nil || len(locked) == 0 {
 			return err // another replica settled it
 		}
 		c := locked[0]
-		if !known {
-			_, err := tx.Exec(ctx, `UPDATE conversions SET click_pending = false WHERE id = $1`, c.ID)
-			return err
-		}
 		var exempt []string
 		if c.PartnershipID != "" {
 			rows, err := tx.Query(ctx, `SELECT code FROM fraud_exemptions WHERE partnership_id = $1`, c.PartnershipID)
