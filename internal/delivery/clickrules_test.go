@@ -12,7 +12,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/fraud"
-	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
@@ -25,22 +24,7 @@ func TestAClickRuleHoldReachesReceiversWithTheClicksCountryAndDevice(t *testing.
 	db, cos := newDB(t, 1)
 	adv := cos[0]
 	ctx := context.Background()
-	aff, program, ptn, link := ids.New(ids.Company), ids.New(ids.Program), ids.New(ids.Partnership), ids.New(ids.Link)
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO companies (id, kind, name) VALUES ($1, 'affiliate', 'aff')`, []any{aff}},
-		{`INSERT INTO programs (id, advertiser_id, name, landing_url, currency, commission_type, commission_value, attribution_window_days)
-			VALUES ($1, $2, 'p', 'https://shop.example/', 'EUR', 'percent', 1000, 30)`, []any{program, adv}},
-		{`INSERT INTO partnerships (id, program_id, affiliate_id, advertiser_id, status) VALUES ($1, $2, $3, $4, 'approved')`, []any{ptn, program, aff, adv}},
-		{`INSERT INTO tracking_links (id, code, partnership_id, program_id, affiliate_id, advertiser_id) VALUES ($1, 'CLICKRULE1', $2, $3, $4, $5)`,
-			[]any{link, ptn, program, aff, adv}},
-	} {
-		if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	aff, program, link := seedProgram(t, db, adv, "CLICKRULE1")
 	if _, err := fraud.New(db, nil).Update(ctx, adv, program, map[string]fraud.Change{fraud.HostingNetwork: {Action: ptrTo(fraud.ActionHold)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -79,23 +63,7 @@ func TestAClickRuleHoldReachesReceiversWithTheClicksCountryAndDevice(t *testing.
 	_, affSecret := sub.add(aff, rc.URL+"/aff", events.CommissionHeld)
 	affPostback := pb.set(aff, rc.URL+"/aff-postback?codes={reason_codes}&c={country}&d={device}")
 	s := newService(t, db, Options{Subscriptions: sub, Postbacks: pb})
-	rows, err := db.Query(ctx, `SELECT envelope FROM outbox WHERE aggregate_id = $1 ORDER BY id`, c.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var envs []events.Envelope
-	for rows.Next() {
-		var raw []byte
-		var e events.Envelope
-		if err := rows.Scan(&raw); err != nil || json.Unmarshal(raw, &e) != nil {
-			t.Fatalf("outbox row %s: %v", raw, err)
-		}
-		envs = append(envs, e)
-	}
-	if _, err := s.record(ctx, envs); err != nil {
-		t.Fatal(err)
-	}
-	s.step(t)
+	deliverOutbox(t, s, db, c.ID)
 
 	secrets := map[string]string{"/aff": affSecret, "/aff-postback": affPostback}
 	held := map[string]bool{}
