@@ -51,6 +51,8 @@ type receiptData struct {
 	Attribution string `json:"attribution"`
 	CouponCode  string `json:"coupon_code"`
 	CustomerID  string `json:"customer_id"`
+	// The fraud verdict, on a conversion a rule acted on.
+	Risk *risk `json:"risk"`
 }
 
 func newReceiver(t testing.TB, name, sigHeader string) *receiver {

@@ -59,7 +59,16 @@ func (s *stack) components() []*process {
 // readyTimeout bounds a component's start; the machine is shared, so it is generous.
 const readyTimeout = 90 * time.Second
 
-func newStack(t testing.TB) *stack {
+// stackArgs are command-line arguments a test adds to one component (newStack's options).
+type stackArgs struct {
+	component string
+	args      []string
+}
+
+// withArgs adds args to the component's command line.
+func withArgs(component string, args ...string) stackArgs { return stackArgs{component, args} }
+
+func newStack(t testing.TB, extra ...stackArgs) *stack {
 	t.Helper()
 	bin := filepath.Join(binaries(t), "partnerstream")
 	k := kubernetes(t)
@@ -114,6 +123,11 @@ func newStack(t testing.TB) *stack {
 	controller := concat(common("controller"), kubeFlags, []string{"--leader-elect=false"})
 
 	mk := func(name string, args []string) *process {
+		for _, e := range extra {
+			if e.component == name {
+				args = append(args, e.args...)
+			}
+		}
 		p := &process{t: t, name: name, bin: bin, args: append([]string{name}, args...),
 			logPath: filepath.Join(s.dir, name+".log"), ready: httpReady("http://" + s.metrics[name] + "/readyz")}
 		t.Cleanup(p.stop)

@@ -15,10 +15,12 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/partnerstream/partnerstream/internal/events"
 )
 
 // allEvents are the webhook event types; the journey's subscriptions take every one.
-var allEvents = []string{"conversion.created", "conversion.approved", "conversion.rejected", "partnership.created", "commission.status_changed"}
+var allEvents = events.Types
 
 // world is the journey's cast after set-up: an advertiser with a program, an affiliate with an
 // approved partnership and a tracking link, and both companies' webhook and postback
@@ -415,7 +417,8 @@ func (d deliveryTally) String() string {
 
 // tallyDeliveries reads the outbox and the deliveries of the stack's database and checks them
 // against the receivers. Every event of the two companies must reach each of their webhook
-// subscriptions, and every commission status change each of their postback URLs.
+// subscriptions, and every commission status change, hold and release each of their postback
+// URLs.
 func (w *world) tallyDeliveries(t testing.TB) deliveryTally {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -444,7 +447,7 @@ func (w *world) tallyDeliveries(t testing.TB) deliveryTally {
 			if wh, ok := w.webhookIDs[*c]; ok {
 				want = append(want, pair{id, "webhook", wh, *c})
 			}
-			if _, ok := w.postbacks[*c]; ok && typ == "commission.status_changed" {
+			if _, ok := w.postbacks[*c]; ok && slices.Contains(events.PostbackTypes, typ) {
 				want = append(want, pair{id, "postback", *c, *c})
 			}
 		}
