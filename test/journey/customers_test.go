@@ -37,21 +37,15 @@ func TestJourneyCustomersAndCoupons(t *testing.T) {
 		"commission": map[string]any{"type": "percent", "percent": "10", "recurring": map[string]int{"months": 12}}}}, nil, http.StatusOK)
 
 	// A podcaster joins and gets a code, which it can read through its own key.
-	pod := s.signUp("affiliate", "Journey Podcast")
-	w.receive(t, pod)
-	var ptn struct {
-		ID string `json:"id"`
-	}
-	s.call(apiCall{method: "POST", path: "/api/v1/partnerships", as: pod, auth: "key", body: map[string]string{"program_id": w.programID}}, &ptn, http.StatusCreated)
-	s.call(apiCall{method: "POST", path: "/api/partnerships/" + ptn.ID + "/approve", as: w.adv, auth: "session"}, nil, http.StatusOK)
-	s.call(apiCall{method: "POST", path: "/api/v1/partnerships/" + ptn.ID + "/coupon-codes", as: w.adv, auth: "key",
+	pod, ptnID := w.join(t, "Journey Podcast")
+	s.call(apiCall{method: "POST", path: "/api/v1/partnerships/" + ptnID + "/coupon-codes", as: w.adv, auth: "key",
 		body: map[string]string{"code": "SHOES-POD"}}, nil, http.StatusCreated)
 	var codes struct {
 		Data []struct {
 			Code string `json:"code"`
 		} `json:"data"`
 	}
-	s.call(apiCall{method: "GET", path: "/api/v1/partnerships/" + ptn.ID + "/coupon-codes", as: pod, auth: "key"}, &codes, http.StatusOK)
+	s.call(apiCall{method: "GET", path: "/api/v1/partnerships/" + ptnID + "/coupon-codes", as: pod, auth: "key"}, &codes, http.StatusOK)
 	if len(codes.Data) != 1 || codes.Data[0].Code != "SHOES-POD" {
 		t.Fatalf("journey: the podcaster's codes: %+v", codes.Data)
 	}

@@ -92,13 +92,7 @@ func TestJourneyFraud(t *testing.T) {
 	s.call(apiCall{method: "PUT", path: "/api/programs/" + w.programID + "/tracking-script", as: w.adv, auth: "session",
 		body: map[string]any{"origins": []string{"https://shop.journey.example"}, "params": []string{"via"}, "model": "last_click"}}, nil, http.StatusOK)
 
-	fraud := s.signUp("affiliate", "Journey Deals")
-	w.receive(t, fraud)
-	var ptn struct {
-		ID string `json:"id"`
-	}
-	s.call(apiCall{method: "POST", path: "/api/v1/partnerships", as: fraud, auth: "key", body: map[string]string{"program_id": w.programID}}, &ptn, http.StatusCreated)
-	s.call(apiCall{method: "POST", path: "/api/partnerships/" + ptn.ID + "/approve", as: w.adv, auth: "session"}, nil, http.StatusOK)
+	fraud, _ := w.join(t, "Journey Deals")
 	var link struct {
 		Code string `json:"code"`
 	}

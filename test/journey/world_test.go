@@ -99,6 +99,21 @@ func (w *world) receive(t testing.TB, c *company) {
 	w.postbacks[c.ID] = pr
 }
 
+// join signs up another affiliate with its receivers and an approved partnership in the
+// program, and returns it with the partnership's id.
+func (w *world) join(t testing.TB, name string) (*company, string) {
+	t.Helper()
+	s := w.s
+	c := s.signUp("affiliate", name)
+	w.receive(t, c)
+	var ptn struct {
+		ID string `json:"id"`
+	}
+	s.call(apiCall{method: "POST", path: "/api/v1/partnerships", as: c, auth: "key", body: map[string]string{"program_id": w.programID}}, &ptn, http.StatusCreated)
+	s.call(apiCall{method: "POST", path: "/api/partnerships/" + ptn.ID + "/approve", as: w.adv, auth: "session"}, nil, http.StatusOK)
+	return c, ptn.ID
+}
+
 // newReceiver starts a receiver where the stack's components can reach it.
 func (s *stack) newReceiver(t testing.TB, name, sigHeader string) *receiver {
 	t.Helper()
