@@ -185,8 +185,8 @@ func TestJourneyFraud(t *testing.T) {
 	approvedAfter := time.Since(registered)
 
 	// Exactly the fraudulent affiliate's commissions are held, each with its reason, and
-	// auto-approval left them as they were when held (pending: held at registration, or a
-	// second after it, before any approval).
+	// auto-approval left them as they were when held: pending, or approved in a run where its
+	// pass fell in the second between a click-stage conversion's registration and its hold.
 	want := map[string]string{
 		fast.ID:      "held: conversion_too_fast/hold/2s",
 		self.ID:      "held: self_referral/hold/affiliate_user_email",
@@ -194,13 +194,17 @@ func TestJourneyFraud(t *testing.T) {
 		paid.ID:      "held: paid_ads_click/hold/gclid",
 		honest[0].ID: "none", honest[1].ID: "none", honest[2].ID: "none",
 	}
+	wantStage := map[string]string{fast.ID: "registration", self.ID: "registration", dc.ID: "click", paid.ID: "click"}
 	for id, verdict := range want {
 		c := w.conversion(t, w.adv, id)
 		if got := c.Risk.String(); got != verdict {
 			t.Errorf("journey: %s's verdict is %q, want %q", id, got, verdict)
 		}
-		if verdict == "none" {
-			continue
+		if verdict == "none" || c.Risk == nil || len(c.Risk.Reasons) != 1 {
+			continue // a wrong verdict is reported above
+		}
+		if got := c.Risk.Reasons[0].Stage; got != wantStage[id] {
+			t.Errorf("journey: %s was held at the %s stage, want %s", id, got, wantStage[id])
 		}
 		wantStatus := events.CommissionPending
 		if st, ok := heldStatus[id]; ok {
