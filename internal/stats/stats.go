@@ -78,7 +78,7 @@ type Params struct {
 	Currency string
 	// Where narrows the report to the clicks of one origin and their conversions: a value
 	// for some of Filters, by name ("country": "DE", "hosting": "false").
-	Where map[string]string
+	Where   map[string]string
 	filters []filter
 }
 

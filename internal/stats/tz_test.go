@@ -26,7 +26,7 @@ import (
 // it: bots, visitors' repeats, conversions in two currencies, some of which change status.
 type tzEvents struct {
 	clicks []ingest.Click
-	convs  map[string]ingest.Conversion // the latest state of each conversion
+	convs  map[string]ingest.Conversion  // the latest state of each conversion
 	origin map[string]events.ClickOrigin // by click id
 }
 
