@@ -410,11 +410,11 @@ var rollupColumns = map[string]string{
 // rows are summed before the union, which then adds thousands of rows rather than a day's
 // clicks).
 const (
-	clickSums      = "clicks, unique_clicks"
-	rawClickSums   = "count() AS clicks, countIf(is_duplicate = 0) AS unique_clicks"
-	convSums       = "currency, status, conversions, sale_amount, commission"
-	rawConvSums    = "currency, status, sum(toInt64(sign)) AS conversions, sum(toDecimal128(sign * amount, 0)) AS sale_amount, sum(toDecimal128(sign * commission, 0)) AS commission"
-	rawConvGroup   = ", currency, status"
+	clickSums    = "clicks, unique_clicks"
+	rawClickSums = "count() AS clicks, countIf(is_duplicate = 0) AS unique_clicks"
+	convSums     = "currency, status, conversions, sale_amount, commission"
+	rawConvSums  = "currency, status, sum(toInt64(sign)) AS conversions, sum(toDecimal128(sign * amount, 0)) AS sale_amount, sum(toDecimal128(sign * commission, 0)) AS commission"
+	rawConvGroup = ", currency, status"
 	// quarterlyScope is the company column of the rollups that hold each row under its
 	// advertiser and again under its affiliate (0010, 0012).
 	quarterlyScope = "company_id"
