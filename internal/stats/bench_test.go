@@ -171,10 +171,10 @@ func settle(b *testing.B, conn driver.Conn, db string) {
 }
 
 // The origin of the benchmark's clicks, from o, a second hash of the row number (a
-// conversion's is its click's): 20 countries with 2,000 cities, 1,000 ASes of which a tenth
-// hosting, 5 device types, 12 browsers, 8 OSes, 300 referring sites (none for a third), 20 UTM
-// sources and 3,000 campaigns, spread unevenly as real traffic is (the square of a uniform
-// pick favours the first values).
+// conversion's is its click's): 20 countries with 2,000 cities, 750 ASes of which a tenth
+// hosting, 4 device types, 9 browsers, 8 OSes, 300 referring sites (none for a third), 20 UTM
+// sources and 2,250 campaigns, the ASes, browsers and campaigns spread unevenly as real
+// traffic is (the square of a uniform pick favours the first values).
 const (
 	benchOriginColumns = "region, city, asn, as_org, hosting, device_type, browser, os, referrer_domain, utm_source, utm_medium, utm_campaign"
 	benchOrigin        = `concat('r', toString(o % 2000 % 97)), concat('city', toString(o % 2000)),
