@@ -12,23 +12,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/stats"
 )
 
-type dimsReport struct {
-	Data []struct {
-		Day          *string `json:"day"`
-		Hour         *string `json:"hour"`
-		Country      *string `json:"country"`
-		Region       *string `json:"region"`
-		Device       *string `json:"device"`
-		ASN          *uint32 `json:"asn"`
-		ASOrg        *string `json:"as_org"`
-		Clicks       int64   `json:"clicks"`
-		UniqueClicks int64   `json:"unique_clicks"`
-		Conversions  struct {
-			Total int64 `json:"total"`
-		} `json:"conversions"`
-		Commission *string `json:"commission"`
-	} `json:"data"`
-}
 
 // Stats by country, device and hour, filtered by where clicks come from, in zones with half-
 // and quarter-hour offsets and across a change of daylight saving time, are exact against the
@@ -78,7 +61,7 @@ func TestStatsByWhereClicksComeFrom(t *testing.T) {
 						t.Fatalf("%s?%s: %d %s", rt.path, q.Encode(), r.status, r.raw)
 					}
 					var got []string
-					for _, row := range decode[dimsReport](t, r).Data {
+					for _, row := range decode[tzReport](t, r).Data {
 						k := str(row.Hour)
 						switch groupBy {
 						case "country":

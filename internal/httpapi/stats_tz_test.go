@@ -183,6 +183,10 @@ type tzReport struct {
 	Data []struct {
 		Day          *string `json:"day"`
 		Hour         *string `json:"hour"`
+		Country      *string `json:"country"`
+		Device       *string `json:"device"`
+		ASN          *uint32 `json:"asn"`
+		ASOrg        *string `json:"as_org"`
 		Clicks       int64   `json:"clicks"`
 		UniqueClicks int64   `json:"unique_clicks"`
 		Conversions  struct {
