@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/programs"
 )
@@ -69,6 +70,13 @@ func dynamicKeys() []string {
 	}
 	for _, s := range []string{"sale", "lead", "signup", "install", "custom"} {
 		keys = append(keys, "conversion_type."+s)
+	}
+	// The traffic page names its tables and device types by the API's values.
+	for _, d := range trafficDimensions {
+		keys = append(keys, "traffic.dim_"+d)
+	}
+	for _, d := range append(trafficDevices, enrich.DeviceBot) {
+		keys = append(keys, "traffic.device_"+d)
 	}
 	return keys
 }

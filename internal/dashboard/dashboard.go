@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/money"
@@ -137,6 +138,7 @@ var loginPage = &page{Name: "login", Path: "/login"}
 // pages in the order of the navigation.
 var pages = []*page{
 	{Name: "overview", Path: "/app"},
+	{Name: "traffic", Path: "/app/traffic", Extra: map[string]any{"Devices": trafficDevices, "Dimensions": trafficDimensions}},
 	{Name: "programs", Path: "/app/programs", Extra: map[string]any{"Categories": programs.Categories, "Questions": questionNumbers()}},
 	{Name: "partnerships", Path: "/app/partnerships", Extra: map[string]any{"Statuses": partnershipStatuses}},
 	{Name: "links", Path: "/app/links"},
@@ -155,6 +157,12 @@ var (
 	commissionStatuses  = events.CommissionStatuses
 	partnershipStatuses = []string{"pending", "approved", "rejected", "suspended"}
 	webhookEvents       = events.Types
+	// trafficDevices are the device types the traffic page filters by: ingest's, but bots,
+	// whose clicks the statistics leave out.
+	trafficDevices = []string{enrich.DeviceDesktop, enrich.DeviceMobile, enrich.DeviceTablet, enrich.DeviceOther}
+	// trafficDimensions are the groupings of the statistics API the traffic page tables, in
+	// its order.
+	trafficDimensions = []string{"country", "device", "browser", "os", "referrer", "utm_source", "utm_campaign"}
 )
 
 // questionNumbers numbers the question fields of the program form, 1 to programs.MaxQuestions.
