@@ -32,11 +32,12 @@ const dayTicks = (d, i, all) => (i % Math.ceil(all.length / 8) === 0 ? fmt.day(d
  * series: [{key, label, values: [number], cls}]; format: value -> text; type: 'bar' | 'line'.
  * Other x values (hours) bring their words: name (an x value in a tooltip), full (its row of
  * the hidden table), tick ((x, i, all) -> its axis label, '' for none) and keyLabel (the
- * heading of the hidden table's x column).
+ * heading of the hidden table's x column). width is the drawing's, in the units of its text: a
+ * chart across a wide page is drawn wider rather than scaled up, letters and all.
  */
 export function chart(el, { days, series, format, type = 'bar', label, integer = false,
-  name = fmt.day, full = fmt.date, tick = dayTicks, keyLabel = t('common.day') }) {
-  const plotW = W - PAD.left - PAD.right, plotH = H - PAD.top - PAD.bottom;
+  name = fmt.day, full = fmt.date, tick = dayTicks, keyLabel = t('common.day'), width = W }) {
+  const plotW = width - PAD.left - PAD.right, plotH = H - PAD.top - PAD.bottom;
   const totals = days.map((_, i) => series.reduce((a, sr) => a + (type === 'bar' ? sr.values[i] : 0), 0));
   let max = niceMax(type === 'bar' ? Math.max(0, ...totals) : Math.max(0, ...series.flatMap((sr) => sr.values)));
   // Counts get whole-number gridlines.
@@ -45,11 +46,11 @@ export function chart(el, { days, series, format, type = 'bar', label, integer =
   const step = plotW / Math.max(1, days.length);
   const sum = series.map((sr) => sr.values.reduce((a, b) => a + b, 0));
 
-  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', class: `chart-svg ${type}`,
+  const svg = s('svg', { viewBox: `0 0 ${width} ${H}`, role: 'img', class: `chart-svg ${type}`,
     'aria-label': `${label}: ${series.map((sr, i) => `${sr.label} ${format(sum[i])}`).join(', ')}` });
   for (let i = 0; i <= 4; i++) {
     const v = (max / 4) * i;
-    svg.append(s('line', { x1: PAD.left, x2: W - PAD.right, y1: y(v), y2: y(v), class: 'grid' }),
+    svg.append(s('line', { x1: PAD.left, x2: width - PAD.right, y1: y(v), y2: y(v), class: 'grid' }),
       s('text', { x: PAD.left - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'axis' }, format(v)));
   }
   days.forEach((d, i) => {

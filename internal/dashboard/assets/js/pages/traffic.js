@@ -145,6 +145,8 @@ function hourOf(key) {
 function drawChart(report, by) {
   const keys = report.data.map((r) => r[by]);
   const opts = { days: keys, label: figure.querySelector('figcaption').textContent, format: fmt.number, integer: true,
+    // Across a wide page the chart is drawn at its width; on a phone, shrunk like the overview's.
+    width: Math.max(640, Math.round(plot.clientWidth)),
     series: [{ key: 'clicks', label: t('stats.clicks'), values: report.data.map((r) => r.clicks), cls: 's1' }] };
   if (by === 'hour') {
     // The hour a change from daylight saving time repeats is told apart by its offset.
