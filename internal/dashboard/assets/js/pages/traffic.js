@@ -169,6 +169,20 @@ function drawChart(report, by) {
   chart(plot, opts);
 }
 
+// name is a row's value; one the filters take (a known country or device type) is a button
+// that narrows the page to it.
+function name(dim, v) {
+  const text = label(dim, v);
+  const filter = form.elements[dim];
+  if (!v || !filter || filter.value === v) return text;
+  return h('button', { type: 'button', class: 'link', title: t('traffic.only', { name: text }), 'aria-label': t('traffic.only', { name: text }),
+    onclick: () => {
+      if (dim === 'country') fillCountries(v);
+      filter.value = v;
+      form.requestSubmit();
+    } }, text);
+}
+
 // drawTable shows one dimension's report: its first rows, all of them on demand.
 function drawTable(holder, result, cur) {
   const dim = holder.dataset.dimension;
@@ -181,7 +195,7 @@ function drawTable(holder, result, cur) {
   const money = (v) => (cur ? fmt.money(v, cur) : '–');
   const title = t('traffic.dim_' + dim);
   const columns = [
-    { label: title, render: (r) => label(dim, r[dim]) },
+    { label: title, render: (r) => name(dim, r[dim]) },
     { label: t('stats.clicks'), class: 'num', render: (r) => fmt.number(r.clicks) },
     { label: t('traffic.unique_clicks'), class: 'num', render: (r) => fmt.number(r.unique_clicks) },
     { label: t('stats.conversions'), class: 'num', render: (r) => fmt.number(r.conversions.total) },
