@@ -90,13 +90,14 @@ func TestBrowserTrafficShowsWhereClicksComeFrom(t *testing.T) {
 	for _, lang := range []string{"en", "es"} {
 		w := trafficWords[lang]
 		t.Run("in "+lang, func(t *testing.T) {
-			advEmail, affEmail := "traffic-brand-"+lang+"@example.test", "traffic-partner-"+lang+"@example.test"
-			brand := newBrowser(t, s.base, lang, 1280, 800)
-			brand.signUp(s, advEmail, "advertiser", "Traffic brand "+lang)
-			key := brand.createAPIKey("traffic " + lang)
-			aff := newBrowser(t, s.base, lang, 1280, 800)
-			aff.signUp(s, affEmail, "affiliate", "Traffic partner "+lang)
-			advID, affID := s.companyOf(t, advEmail), s.companyOf(t, affEmail)
+			_, brandSession, advID, _, affSession, affID := s.signUpPair(t, "traffic-"+lang, "Traffic "+lang)
+			key, _, err := s.ids.CreateAPIKey(ctx, advID, "traffic")
+			if err != nil {
+				t.Fatal(err)
+			}
+			brand, aff := newBrowser(t, s.base, lang, 1280, 800), newBrowser(t, s.base, lang, 1280, 800)
+			brand.signInWith(brandSession)
+			aff.signInWith(affSession)
 			prog, err := s.prg.CreateProgram(ctx, programs.Actor{CompanyID: advID, Kind: identity.Advertiser, Role: "owner"},
 				programs.ProgramInput{Name: "Traffic " + lang, LandingURL: "https://shop.example/", Currency: "EUR",
 					Commission: &programs.RuleInput{Type: "percent", Percent: "10"}, Visibility: "public"})
@@ -127,7 +128,7 @@ func TestBrowserTrafficShowsWhereClicksComeFrom(t *testing.T) {
 
 			for _, who := range []*browser{brand, aff} {
 				s.eventually(t, "the countries and devices", func() (bool, string) {
-					who.open("/app/traffic")
+					who.open("/app/traffic?lang=" + lang)
 					who.settle("the traffic page")
 					countries, devices := who.trafficTable("country"), who.trafficTable("device")
 					for _, c := range []func() (bool, string){

@@ -75,11 +75,13 @@ function filters() {
   return { from: form.from.value, to: form.to.value, tz: form.tz.value, country: form.country.value, device: form.device.value };
 }
 
-// remember puts the view in the address and in the language switch's links.
+// remember puts the view in the address (beside what else it holds: ?lang=) and in the
+// language switch's links.
 function remember(f) {
-  history.replaceState(null, '', withQuery(location.pathname, f));
+  const q = Object.fromEntries(new URLSearchParams(location.search));
+  history.replaceState(null, '', withQuery(location.pathname, { ...q, ...f }));
   document.querySelectorAll('.langs a[data-locale]').forEach((a) => {
-    a.href = withQuery(location.pathname, { ...f, lang: a.dataset.locale });
+    a.href = withQuery(location.pathname, { ...q, ...f, lang: a.dataset.locale });
   });
 }
 
