@@ -44,7 +44,8 @@ const (
 )
 
 // Groupings lists every GroupBy, in the order the API documents them.
-var Groupings = []GroupBy{Day, Program, Affiliate, Link, Sub1, Attribution, Hour}
+var Groupings = []GroupBy{Day, Program, Affiliate, Link, Sub1, Attribution, Hour,
+	Country, Region, City, ASN, Device, Browser, OS, Referrer, UTMSource, UTMCampaign}
 
 // Range limits. A range grouped by hour spans at most MaxHourDays days (744 rows).
 const (
@@ -75,6 +76,10 @@ type Params struct {
 	// currency the conversions in range have: amounts stay per currency (Row.Amounts), and
 	// conversions are counted once whatever their currency.
 	Currency string
+	// Where narrows the report to the clicks of one origin and their conversions: a value
+	// for some of Filters, by name ("country": "DE", "hosting": "false").
+	Where   map[string]string
+	filters []filter
 }
 
 // ParamError is invalid input, naming the parameter.
@@ -104,6 +109,15 @@ type Row struct {
 	LinkID      string
 	Sub1        string
 	Attribution string
+	// Where the group's clicks come from, for the groupings by it; "" (0 for ASN) is a value
+	// ingest could not tell, or clicks and conversions from before it could.
+	Country, Region, City string
+	ASN                   uint32
+	ASOrg                 string
+	Device, Browser, OS   string
+	Referrer              string
+	UTMSource             string
+	UTMCampaign           string
 
 	// Clicks leave out bots; UniqueClicks also leave out the clicks the tracker flagged as a
 	// visitor's repeat.
@@ -232,6 +246,9 @@ func (s *Service) Resolve(p Params) (Params, error) {
 	}
 	loc, err := location(p.TZ)
 	if err != nil {
+		return Params{}, err
+	}
+	if p.filters, err = resolveFilters(p.Where); err != nil {
 		return Params{}, err
 	}
 	p.Location = loc
@@ -438,7 +455,14 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	g := groupings[p.GroupBy]
+	g, dim := dimensionGroupings[p.GroupBy]
+	if dim || len(p.filters) > 0 {
+		if !dim {
+			g = groupings[p.GroupBy]
+		}
+		return s.rawPlan(col, scope, p, g, p.filters), nil
+	}
+	g = groupings[p.GroupBy]
 	pl := plan{p: p, g: g}
 	start, end := p.span()
 	lo, hi := utcDay(start), utcDay(end)
@@ -681,7 +705,8 @@ func sortRows(rows []Row, g GroupBy) {
 		return
 	}
 	key := func(r Row) string {
-		return r.ProgramID + "\x00" + r.AffiliateID + "\x00" + r.LinkID + "\x00" + r.Sub1 + "\x00" + r.Attribution
+		return strings.Join([]string{r.ProgramID, r.AffiliateID, r.LinkID, r.Sub1, r.Attribution, r.Country, r.Region, r.City,
+			strconv.FormatUint(uint64(r.ASN), 10), r.ASOrg, r.Device, r.Browser, r.OS, r.Referrer, r.UTMSource, r.UTMCampaign}, "\x00")
 	}
 	slices.SortFunc(rows, func(a, b Row) int {
 		switch {
