@@ -138,8 +138,12 @@ func TestBrowserTrafficShowsWhereClicksComeFrom(t *testing.T) {
 						func() (bool, string) { return wantRow(devices, "desktop", w["desktop"], 3, -1, 1, "2000") },
 						func() (bool, string) { return wantRow(devices, "mobile", w["mobile"], 1, 1, 0, "") },
 						func() (bool, string) { return wantRow(who.trafficTable("referrer"), "", w[""], 2, -1, 0, "") },
-						func() (bool, string) { return wantRow(who.trafficTable("utm_source"), "newsletter", "newsletter", 4, -1, 1, "2000") },
-						func() (bool, string) { return wantRow(who.trafficTable("utm_campaign"), "spring", "spring", 4, -1, 1, "2000") },
+						func() (bool, string) {
+							return wantRow(who.trafficTable("utm_source"), "newsletter", "newsletter", 4, -1, 1, "2000")
+						},
+						func() (bool, string) {
+							return wantRow(who.trafficTable("utm_campaign"), "spring", "spring", 4, -1, 1, "2000")
+						},
 					} {
 						if ok, why := c(); !ok {
 							return false, why

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/programs"
+	"github.com/partnerstream/partnerstream/internal/stats"
 )
 
 // keyUses finds the message ids the templates and modules use: .T "id" / $.T "id" in
@@ -73,9 +73,9 @@ func dynamicKeys() []string {
 	}
 	// The traffic page names its tables and device types by the API's values.
 	for _, d := range trafficDimensions {
-		keys = append(keys, "traffic.dim_"+d)
+		keys = append(keys, "traffic.dim_"+string(d), "traffic.col_"+string(d))
 	}
-	for _, d := range append(trafficDevices, enrich.DeviceBot) {
+	for _, d := range stats.Devices {
 		keys = append(keys, "traffic.device_"+d)
 	}
 	return keys

@@ -11,6 +11,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -21,6 +22,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/programs"
 	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/stats"
 )
 
 //go:embed templates/*.html
@@ -157,12 +159,12 @@ var (
 	commissionStatuses  = events.CommissionStatuses
 	partnershipStatuses = []string{"pending", "approved", "rejected", "suspended"}
 	webhookEvents       = events.Types
-	// trafficDevices are the device types the traffic page filters by: ingest's, but bots,
+	// trafficDevices are the device types the traffic page filters by: the API's, but bots,
 	// whose clicks the statistics leave out.
-	trafficDevices = []string{enrich.DeviceDesktop, enrich.DeviceMobile, enrich.DeviceTablet, enrich.DeviceOther}
+	trafficDevices = slices.DeleteFunc(slices.Clone(stats.Devices), func(d string) bool { return d == enrich.DeviceBot })
 	// trafficDimensions are the groupings of the statistics API the traffic page tables, in
 	// its order.
-	trafficDimensions = []string{"country", "device", "browser", "os", "referrer", "utm_source", "utm_campaign"}
+	trafficDimensions = []stats.GroupBy{stats.Country, stats.Device, stats.Browser, stats.OS, stats.Referrer, stats.UTMSource, stats.UTMCampaign}
 )
 
 // questionNumbers numbers the question fields of the program form, 1 to programs.MaxQuestions.

@@ -197,7 +197,7 @@ function drawTable(holder, result, cur) {
   const money = (v) => (cur ? fmt.money(v, cur) : '–');
   const title = t('traffic.dim_' + dim);
   const columns = [
-    { label: title, render: (r) => name(dim, r[dim]) },
+    { label: t('traffic.col_' + dim), render: (r) => name(dim, r[dim]) },
     { label: t('stats.clicks'), class: 'num', render: (r) => fmt.number(r.clicks) },
     { label: t('traffic.unique_clicks'), class: 'num', render: (r) => fmt.number(r.unique_clicks) },
     { label: t('stats.conversions'), class: 'num', render: (r) => fmt.number(r.conversions.total) },
