@@ -28,8 +28,10 @@ const (
 
 // trafficWords are what the traffic page must say, per language.
 var trafficWords = map[string]map[string]string{
-	"en": {"DE": "Germany", "FR": "France", "": "Unknown", "desktop": "Desktop", "mobile": "Mobile", "title": "Traffic"},
-	"es": {"DE": "Alemania", "FR": "Francia", "": "Desconocido", "desktop": "Ordenador", "mobile": "Móvil", "title": "Tráfico"},
+	"en": {"DE": "Germany", "FR": "France", "": "Unknown", "desktop": "Desktop", "mobile": "Mobile", "title": "Traffic",
+		"not_one_of": "Choose one of the options."},
+	"es": {"DE": "Alemania", "FR": "Francia", "": "Desconocido", "desktop": "Ordenador", "mobile": "Móvil", "title": "Tráfico",
+		"not_one_of": "Elige una de las opciones."},
 }
 
 // tableRow is one row of a traffic table as the page shows it: its key (the API's value) and
@@ -224,6 +226,13 @@ func TestBrowserTrafficShowsWhereClicksComeFrom(t *testing.T) {
 			brand.settle("the traffic page again")
 			if got := brand.eval2(`document.getElementById('tz').value`); got != chosen {
 				t.Errorf("the zone after a reload is %q, want %s", got, chosen)
+			}
+
+			// A zone the API does not know, from an edited address, is refused under its field.
+			brand.open("/app/traffic?lang=" + lang + "&tz=Nowhere%2FLand")
+			brand.waitFor("the refused zone", `document.getElementById('tz').getAttribute('aria-invalid') === 'true'`)
+			if msg, flash := brand.text("#tz-error"), brand.text("#flash"); msg != w["not_one_of"] || strings.Contains(flash, formWords[lang]["generic"]) {
+				t.Errorf("the refused zone says %q under the field (want %q) and %q above", msg, w["not_one_of"], flash)
 			}
 		})
 	}

@@ -21,8 +21,18 @@ const LIMIT = 100, SHOWN = 10;
 const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 const regionNames = new Intl.DisplayNames([locale], { type: 'region' });
 
-// todayIn is today's date in zone, as YYYY-MM-DD (en-CA writes dates that way).
-const todayIn = (zone) => new Intl.DateTimeFormat('en-CA', { timeZone: zone }).format(new Date());
+// todayIn is today's date in zone, as YYYY-MM-DD (en-CA writes dates that way); in the
+// browser's zone when the browser does not know zone (an address naming none: the API then
+// says so under the field).
+function todayIn(zone) {
+  let f;
+  try {
+    f = new Intl.DateTimeFormat('en-CA', { timeZone: zone });
+  } catch {
+    f = new Intl.DateTimeFormat('en-CA');
+  }
+  return f.format(new Date());
+}
 const dayNumber = (d) => Date.parse(d + 'T00:00:00Z') / 864e5;
 const isoDay = (n) => new Date(n * 864e5).toISOString().slice(0, 10);
 
