@@ -9,7 +9,6 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/events"
-	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/stats"
 )
 
@@ -39,14 +38,7 @@ func TestStatsByWhereClicksComeFrom(t *testing.T) {
 	f := newStatsFixture(t)
 	f.srv.MountExports(conversions.New(f.db, conversions.Options{}), stats.New(f.ch, f.chDB, stats.Options{}))
 	tr := writeTZTraffic(t, f)
-	routes := []struct {
-		path    string
-		headers map[string]string
-	}{
-		{"/api/v1/stats", apiKey(f.adv)},
-		{"/api/partner-api/stats", apiKey(f.adv)},
-		{"/api/stats", f.dashboardAs(t, identity.Advertiser, "member")},
-	}
+	routes := f.statsRoutes(t)
 	filters := []struct {
 		q     url.Values
 		keeps func(events.ClickOrigin) bool

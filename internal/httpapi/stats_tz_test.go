@@ -199,14 +199,7 @@ func TestStatsTakeTheCallersTimeZone(t *testing.T) {
 	f := newStatsFixture(t)
 	f.srv.MountExports(conversions.New(f.db, conversions.Options{}), stats.New(f.ch, f.chDB, stats.Options{}))
 	tr := writeTZTraffic(t, f)
-	routes := []struct {
-		path    string
-		headers map[string]string
-	}{
-		{"/api/v1/stats", apiKey(f.adv)},
-		{"/api/partner-api/stats", apiKey(f.adv)},
-		{"/api/stats", f.dashboardAs(t, identity.Advertiser, "member")},
-	}
+	routes := f.statsRoutes(t)
 	for _, tt := range []struct{ tz, from, to string }{
 		{"UTC", "2026-10-24", "2026-10-25"},
 		{"Asia/Kolkata", "2026-10-24", "2026-10-26"},
@@ -256,6 +249,21 @@ func TestStatsTakeTheCallersTimeZone(t *testing.T) {
 	recs := csvOf(t, f.get(t, "/api/stats.csv", q, f.dashboardAs(t, identity.Advertiser, "member")))
 	if len(rep.Data) != 1 || rep.Data[0].Clicks != int64(want) || len(recs) != 2 || recs[1][4] != strconv.Itoa(want) {
 		t.Errorf("by link in Asia/Kathmandu: %+v and %q, want %d clicks", rep, recs, want)
+	}
+}
+
+// statsRoute is a route of the stats report with the advertiser's credentials for it.
+type statsRoute struct {
+	path    string
+	headers map[string]string
+}
+
+// statsRoutes are the report's three families of routes, each as the advertiser.
+func (f *statsFixture) statsRoutes(t *testing.T) []statsRoute {
+	return []statsRoute{
+		{"/api/v1/stats", apiKey(f.adv)},
+		{"/api/partner-api/stats", apiKey(f.adv)},
+		{"/api/stats", f.dashboardAs(t, identity.Advertiser, "member")},
 	}
 }
 

@@ -26,6 +26,10 @@ const (
 	UTMCampaign GroupBy = "utm_campaign"
 )
 
+// OriginGroupings are the groupings by where clicks come from, in the order the API
+// documents them.
+var OriginGroupings = []GroupBy{Country, Region, City, ASN, Device, Browser, OS, Referrer, UTMSource, UTMCampaign}
+
 // Filters are the parameters that narrow a report to clicks (and their conversions) of one
 // origin, in the order the API documents them.
 var Filters = []string{"country", "device", "browser", "os", "asn", "referrer", "utm_source", "utm_campaign", "hosting"}
@@ -124,15 +128,15 @@ func splitKey(key string, n int) []string {
 // dimension says how a grouping by where clicks come from reads: the raw columns it groups
 // by, its key as one String, and how the key sets a row.
 func dimension(columns []string, set func(r *Row, parts []string)) grouping {
-	key := columns[0]
-	if len(columns) > 1 {
-		var parts []string
-		for _, c := range columns {
-			parts = append(parts, "toString("+c+")")
-		}
+	// As a String whatever the column's type (country is LowCardinality), as the rollups by
+	// origin hold it (migration 0012), so the raw rows of a range's edges add up with them.
+	var parts []string
+	for _, c := range columns {
+		parts = append(parts, "CAST("+c+" AS String)")
+	}
+	key := parts[0]
+	if len(parts) > 1 {
 		key = "concat(" + strings.Join(parts, ", '\\t', ") + ")"
-	} else if columns[0] == "asn" {
-		key = "toString(asn)"
 	}
 	cols := strings.Join(columns, ", ")
 	return grouping{clicksTable: rawClicks, convsTable: rawConversions, column: cols, key: key, extra: noExtra,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/stats"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
 	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
@@ -89,23 +91,15 @@ func dimGot(g stats.GroupBy, rows []stats.Row) map[string]string {
 	return got(stats.Program, keyed)
 }
 
-var dimensions = []stats.GroupBy{stats.Country, stats.Region, stats.City, stats.ASN, stats.Device, stats.Browser, stats.OS,
-	stats.Referrer, stats.UTMSource, stats.UTMCampaign}
-
-func isDimension(g stats.GroupBy) bool {
-	for _, d := range dimensions {
-		if d == g {
-			return true
-		}
-	}
-	return false
-}
+func isDimension(g stats.GroupBy) bool { return slices.Contains(stats.OriginGroupings, g) }
 
 // dimFilters are the filters the tests ask for, each with what it keeps.
-var dimFilters = []struct {
+type dimFilter struct {
 	where map[string]string
 	keeps func(events.ClickOrigin) bool
-}{
+}
+
+var dimFilters = []dimFilter{
 	{nil, func(events.ClickOrigin) bool { return true }},
 	{map[string]string{"country": "DE"}, func(o events.ClickOrigin) bool { return o.Country == "DE" }},
 	{map[string]string{"device": "mobile", "hosting": "false"}, func(o events.ClickOrigin) bool { return o.DeviceType == "mobile" && o.Hosting == 0 }},
@@ -128,7 +122,22 @@ func TestStatsByWhereClicksComeFromAreExact(t *testing.T) {
 	_, db, conn := chtest.Migrated(t)
 	ev := writeTZEvents(t, conn, db)
 	s := stats.New(conn, db, stats.Options{})
-	groupings := append([]stats.GroupBy{stats.Day, stats.Hour, stats.Link, stats.Attribution}, dimensions...)
+	groupings := append([]stats.GroupBy{stats.Day, stats.Hour, stats.Link, stats.Attribution}, stats.OriginGroupings...)
+	t.Run("fed by the views", func(t *testing.T) { checkOrigins(t, ev, s, groupings, dimFilters) })
+	// Migration 0012 again, as on a database that held these events before it: it builds the
+	// rollups by origin from the stored clicks and conversion changes.
+	if err := conn.Exec(ctx, "ALTER TABLE "+db+".schema_migrations DELETE WHERE version = 12"); err != nil {
+		t.Fatal(err)
+	}
+	waitForMutations(t, conn, db)
+	if err := chstore.Migrate(ctx, conn, db, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("built by the migration", func(t *testing.T) { checkOrigins(t, ev, s, stats.OriginGroupings, dimFilters[:1]) })
+}
+
+func checkOrigins(t *testing.T, ev tzEvents, s *stats.Service, groupings []stats.GroupBy, filters []dimFilter) {
+	ctx := context.Background()
 	for _, r := range tzRanges {
 		if r.tz == "America/St_Johns" || r.tz == "Europe/London" {
 			continue // long ranges: the others cover what they would
@@ -137,7 +146,7 @@ func TestStatsByWhereClicksComeFromAreExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range dimFilters {
+		for _, f := range filters {
 			for _, g := range groupings {
 				if f.where == nil && !isDimension(g) {
 					continue // TestStatsInTheCallersTimeZoneAreExact

@@ -44,8 +44,7 @@ const (
 )
 
 // Groupings lists every GroupBy, in the order the API documents them.
-var Groupings = []GroupBy{Day, Program, Affiliate, Link, Sub1, Attribution, Hour,
-	Country, Region, City, ASN, Device, Browser, OS, Referrer, UTMSource, UTMCampaign}
+var Groupings = append([]GroupBy{Day, Program, Affiliate, Link, Sub1, Attribution, Hour}, OriginGroupings...)
 
 // Range limits. A range grouped by hour spans at most MaxHourDays days (744 rows).
 const (
@@ -402,6 +401,8 @@ var rollupColumns = map[string]string{
 	"clicks_daily_sub1":             "program_id, affiliate_id, sub1",
 	convsDaily:                      "program_id, affiliate_id, link_id, sub1",
 	"conversions_daily_attribution": "program_id, affiliate_id, attribution",
+	"clicks_origin_daily":           "value",
+	"conversions_origin_daily":      "value",
 }
 
 // The figures of a daily rollup's rows, and the same summed from raw clicks or conversion
@@ -409,11 +410,13 @@ var rollupColumns = map[string]string{
 // rows are summed before the union, which then adds thousands of rows rather than a day's
 // clicks).
 const (
-	clickSums      = "clicks, unique_clicks"
-	rawClickSums   = "count() AS clicks, countIf(is_duplicate = 0) AS unique_clicks"
-	convSums       = "currency, status, conversions, sale_amount, commission"
-	rawConvSums    = "currency, status, sum(toInt64(sign)) AS conversions, sum(toDecimal128(sign * amount, 0)) AS sale_amount, sum(toDecimal128(sign * commission, 0)) AS commission"
-	rawConvGroup   = ", currency, status"
+	clickSums    = "clicks, unique_clicks"
+	rawClickSums = "count() AS clicks, countIf(is_duplicate = 0) AS unique_clicks"
+	convSums     = "currency, status, conversions, sale_amount, commission"
+	rawConvSums  = "currency, status, sum(toInt64(sign)) AS conversions, sum(toDecimal128(sign * amount, 0)) AS sale_amount, sum(toDecimal128(sign * commission, 0)) AS commission"
+	rawConvGroup = ", currency, status"
+	// quarterlyScope is the company column of the rollups that hold each row under its
+	// advertiser and again under its affiliate (0010, 0012).
 	quarterlyScope = "company_id"
 )
 
@@ -456,13 +459,24 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		return plan{}, err
 	}
 	g, dim := dimensionGroupings[p.GroupBy]
-	if dim || len(p.filters) > 0 {
+	if len(p.filters) > 0 {
 		if !dim {
 			g = groupings[p.GroupBy]
 		}
 		return s.rawPlan(col, scope, p, g, p.filters), nil
 	}
-	g = groupings[p.GroupBy]
+	// The daily rollups' scope column and condition, and what the raw rows of the edges select
+	// and group by to be summed with them (their columns, unless the rollup names them otherwise).
+	dailyScope, dailyCond, dailyArgs := col, "", []any(nil)
+	var rawSelect, rawGroupBy string
+	if dim {
+		// ClickHouse migration 0012: one dimension's range of the rollups by origin.
+		rawSelect, rawGroupBy = g.key+" AS value", "value"
+		g = grouping{clicksTable: "clicks_origin_daily", convsTable: "conversions_origin_daily", column: "value", key: "value", extra: noExtra, set: g.set}
+		dailyScope, dailyCond, dailyArgs = quarterlyScope, " AND dimension = ?", []any{string(p.GroupBy)}
+	} else {
+		g = groupings[p.GroupBy]
+	}
 	pl := plan{p: p, g: g}
 	start, end := p.span()
 	lo, hi := utcDay(start), utcDay(end)
@@ -507,8 +521,8 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		}
 	}
 	daily := func(table string, currency string) (string, []any) {
-		cond := col + " = ? AND day >= toDate(?) AND day <= toDate(?)"
-		args := []any{scope.CompanyID, lo.Format(time.DateOnly), hi.AddDate(0, 0, -1).Format(time.DateOnly)}
+		cond := dailyScope + " = ?" + dailyCond + " AND day >= toDate(?) AND day <= toDate(?)"
+		args := append(append([]any{scope.CompanyID}, dailyArgs...), lo.Format(time.DateOnly), hi.AddDate(0, 0, -1).Format(time.DateOnly))
 		cond, args = p.inProgram(cond, args)
 		cond, args = inCurrency(cond, args, currency)
 		return s.db + "." + table + " WHERE " + cond, args
@@ -543,8 +557,11 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		cond += " AND toDate(occurred_at) IN (" + strings.Join(days, ", ") + ") AND (" + strings.Join(times, " OR ") + ")" + rawCond
 		cond, rawArgs = p.inProgram(cond, rawArgs)
 		cond, rawArgs = inCurrency(cond, rawArgs, currency)
-		parts = append(parts, "SELECT "+rollupColumns[table]+", "+rawSums+" FROM "+s.db+"."+raw+" WHERE "+cond+
-			" GROUP BY "+rollupColumns[table]+rawGroup)
+		selected, groupBy := rollupColumns[table], rollupColumns[table]
+		if rawSelect != "" {
+			selected, groupBy = rawSelect, rawGroupBy
+		}
+		parts = append(parts, "SELECT "+selected+", "+rawSums+" FROM "+s.db+"."+raw+" WHERE "+cond+" GROUP BY "+groupBy+rawGroup)
 		return source{"(" + strings.Join(parts, " UNION ALL ") + ")", append(args, rawArgs...)}
 	}
 	if g.clicksTable != "" {
