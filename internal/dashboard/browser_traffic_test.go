@@ -28,9 +28,9 @@ const (
 
 // trafficWords are what the traffic page must say, per language.
 var trafficWords = map[string]map[string]string{
-	"en": {"DE": "Germany", "FR": "France", "": "Unknown", "desktop": "Desktop", "mobile": "Mobile", "title": "Traffic",
+	"en": {"DE": "Germany", "FR": "France", "": "Unknown", "desktop": "Desktop", "mobile": "Mobile", "title": "Traffic", "direct": "Direct",
 		"not_one_of": "Choose one of the options."},
-	"es": {"DE": "Alemania", "FR": "Francia", "": "Desconocido", "desktop": "Ordenador", "mobile": "Móvil", "title": "Tráfico",
+	"es": {"DE": "Alemania", "FR": "Francia", "": "Desconocido", "desktop": "Ordenador", "mobile": "Móvil", "title": "Tráfico", "direct": "Directo",
 		"not_one_of": "Elige una de las opciones."},
 }
 
@@ -139,7 +139,7 @@ func TestBrowserTrafficShowsWhereClicksComeFrom(t *testing.T) {
 						func() (bool, string) { return wantRow(countries, "", w[""], 1, 1, 0, "") },
 						func() (bool, string) { return wantRow(devices, "desktop", w["desktop"], 3, -1, 1, "2000") },
 						func() (bool, string) { return wantRow(devices, "mobile", w["mobile"], 1, 1, 0, "") },
-						func() (bool, string) { return wantRow(who.trafficTable("referrer"), "", w[""], 2, -1, 0, "") },
+						func() (bool, string) { return wantRow(who.trafficTable("referrer"), "", w["direct"], 2, -1, 0, "") },
 						func() (bool, string) {
 							return wantRow(who.trafficTable("utm_source"), "newsletter", "newsletter", 4, -1, 1, "2000")
 						},

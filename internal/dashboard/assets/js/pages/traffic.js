@@ -64,9 +64,11 @@ function countryName(code) {
   }
 }
 
-// label is how a dimension's value reads: "" is unknown, a country its name in the page's
-// language, a device type its word.
+// label is how a dimension's value reads: "" is unknown (a click without a referrer came
+// straight: typed, bookmarked, from an app), a country its name in the page's language, a
+// device type its word.
 function label(dim, v) {
+  if ((v === '' || v == null) && dim === 'referrer') return t('traffic.direct');
   if (v === '' || v == null) return t('traffic.unknown');
   if (dim === 'country') return countryName(v);
   if (dim === 'device') return boot.messages['traffic.device_' + v] || v;
