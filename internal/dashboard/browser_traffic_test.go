@@ -2,11 +2,15 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
 
 	"github.com/partnerstream/partnerstream/internal/enrich/enrichtest"
 	"github.com/partnerstream/partnerstream/internal/identity"
@@ -161,6 +165,17 @@ func TestBrowserTrafficShowsWhereClicksComeFrom(t *testing.T) {
 					who.eval(`document.querySelector('#chart-hours .plot').dataset.totalClicks || ''`, &total)
 					return total == "4", "the hourly chart counts " + total + " clicks"
 				})
+			}
+			// Each table's download link gives its report of the view as a file.
+			var body string
+			brand.run(chromedp.Evaluate(`fetch(document.getElementById('export-country').href).then(r => r.text())`, &body,
+				func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+			recs, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+			if err != nil || len(recs) != 4 || recs[0][0] != "country" {
+				t.Fatalf("the countries' file: %v: %q", err, body)
+			}
+			if de := recs[1]; de[0] != "DE" || de[2] != "2" || de[4] != "1" { // country, currency, clicks, unique_clicks, conversions, ...
+				t.Errorf("the countries' file starts with %q, want Germany's 2 clicks and 1 conversion", de)
 			}
 			if got := brand.text("h1"); got != w["title"] {
 				t.Errorf("the heading is %q, want %q", got, w["title"])

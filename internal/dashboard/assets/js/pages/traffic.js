@@ -105,6 +105,10 @@ async function load() {
   clearFlash();
   const f = filters();
   remember(f);
+  // Each table's download link exports that table's report of the view.
+  holders.forEach((el) => {
+    document.getElementById('export-' + el.dataset.dimension).href = withQuery('/api/stats.csv', { ...f, group_by: el.dataset.dimension });
+  });
   const days = dayNumber(f.to) - dayNumber(f.from) + 1;
   const by = days <= MAX_HOUR_DAYS ? 'hour' : 'day';
   plot.setAttribute('aria-busy', 'true');
