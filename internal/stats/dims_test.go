@@ -97,19 +97,23 @@ func isDimension(g stats.GroupBy) bool { return slices.Contains(stats.OriginGrou
 type dimFilter struct {
 	where map[string]string
 	keeps func(events.ClickOrigin) bool
+	// program is the program_id asked, if any.
+	program string
 }
 
 var dimFilters = []dimFilter{
-	{nil, func(events.ClickOrigin) bool { return true }},
-	{map[string]string{"country": "DE"}, func(o events.ClickOrigin) bool { return o.Country == "DE" }},
-	{map[string]string{"device": "mobile", "hosting": "false"}, func(o events.ClickOrigin) bool { return o.DeviceType == "mobile" && o.Hosting == 0 }},
-	{map[string]string{"hosting": "true"}, func(o events.ClickOrigin) bool { return o.Hosting == 1 }},
+	{nil, func(events.ClickOrigin) bool { return true }, ""},
+	{map[string]string{"country": "DE"}, func(o events.ClickOrigin) bool { return o.Country == "DE" }, ""},
+	{map[string]string{"device": "mobile", "hosting": "false"}, func(o events.ClickOrigin) bool { return o.DeviceType == "mobile" && o.Hosting == 0 }, ""},
+	{map[string]string{"hosting": "true"}, func(o events.ClickOrigin) bool { return o.Hosting == 1 }, ""},
 	{map[string]string{"asn": "3320", "browser": "Chrome", "os": "Android"}, func(o events.ClickOrigin) bool {
 		return o.ASN == 3320 && o.Browser == "Chrome" && o.OS == "Android"
-	}},
+	}, ""},
 	{map[string]string{"referrer": "google.com", "utm_source": "newsletter", "utm_campaign": "spring"}, func(o events.ClickOrigin) bool {
 		return o.ReferrerDomain == "google.com" && o.UTMSource == "newsletter" && o.UTMCampaign == "spring"
-	}},
+	}, ""},
+	{nil, func(events.ClickOrigin) bool { return true }, "prg_adv1_1"},
+	{map[string]string{"country": "DE"}, func(o events.ClickOrigin) bool { return o.Country == "DE" }, "prg_adv2_0"},
 }
 
 // Stats by where clicks come from, and filtered by it, in zones with half- and quarter-hour
@@ -148,20 +152,21 @@ func checkOrigins(t *testing.T, ev tzEvents, s *stats.Service, groupings []stats
 		}
 		for _, f := range filters {
 			for _, g := range groupings {
-				if f.where == nil && !isDimension(g) {
+				if f.where == nil && f.program == "" && !isDimension(g) {
 					continue // TestStatsInTheCallersTimeZoneAreExact
 				}
 				for _, scope := range tzCompanies {
 					for _, currency := range []string{"", "USD"} {
-						rows, err := s.Query(ctx, scope, stats.Params{From: date(r.from), To: date(r.to), TZ: r.tz, GroupBy: g, Currency: currency, Where: f.where})
+						rows, err := s.Query(ctx, scope, stats.Params{From: date(r.from), To: date(r.to), TZ: r.tz, GroupBy: g, Currency: currency, Where: f.where, ProgramID: f.program})
 						if err != nil {
 							t.Fatalf("%s %s..%s by %s where %v: %v", r.tz, r.from, r.to, g, f.where, err)
 						}
 						want := ev.referenceBy(scope, g, loc, r.from, r.to, currency, func(at time.Time, program, affiliate, link, sub1, attribution string, o events.ClickOrigin) (string, bool) {
+							keeps := f.keeps(o) && (f.program == "" || program == f.program)
 							if isDimension(g) {
-								return dimKey(g, o), f.keeps(o)
+								return dimKey(g, o), keeps
 							}
-							return tzKey(g, at, loc, program, affiliate, link, sub1, attribution), f.keeps(o)
+							return tzKey(g, at, loc, program, affiliate, link, sub1, attribution), keeps
 						})
 						if d := diffFigures(dimGot(g, rows), want); d != "" {
 							t.Errorf("%s in %s %s..%s by %s where %v in %q:\n%s", scope.CompanyID, r.tz, r.from, r.to, g, f.where, currency, d)

@@ -459,7 +459,9 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		return plan{}, err
 	}
 	g, dim := dimensionGroupings[p.GroupBy]
-	if len(p.filters) > 0 {
+	// The rollups by origin hold no program (migration 0012): one program's report by origin
+	// reads its raw clicks, which their sorting key narrows to it for an advertiser.
+	if len(p.filters) > 0 || dim && p.ProgramID != "" {
 		if !dim {
 			g = groupings[p.GroupBy]
 		}

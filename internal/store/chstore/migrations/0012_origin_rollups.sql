@@ -4,8 +4,11 @@
 -- counted once per dimension, as (dimension, value), value being the grouping's key as
 -- internal/stats spells it (a city's country, region and city joined by tabs, an AS's number and
 -- organisation). A report reads one dimension's primary-key range, so a dimension of a few
--- values (device) costs a few rows per day and program and one of many (city, referrer, UTM
--- campaign) as many as it has; neither weighs on the other. A cube of every dimension together
+-- values (device) costs a few rows per day and one of many (city, referrer, UTM campaign) as
+-- many as it has; neither weighs on the other. The program is left out: with it a large
+-- dimension's rows would multiply by the programs (a city rarely has two clicks of one program
+-- in a day), and a report of one program reads that program's raw clicks, which their sorting
+-- key holds. A cube of every dimension together
 -- would be about as large as clicks itself. Each row is written under the advertiser and again
 -- under the affiliate (arrayJoin), as in 0010, so both scopes read a primary-key range.
 --
@@ -29,16 +32,15 @@ CREATE TABLE IF NOT EXISTS {db}.clicks_origin_daily
     company_id    String,
     dimension     String,
     value         String,
-    program_id    String,
     clicks        UInt64,
     unique_clicks UInt64
 )
 ENGINE = SummingMergeTree
 PARTITION BY toYYYYMM(day)
-ORDER BY (company_id, dimension, day, program_id, value);
+ORDER BY (company_id, dimension, day, value);
 
-INSERT INTO {db}.clicks_origin_daily (day, company_id, dimension, value, program_id, clicks, unique_clicks)
-SELECT toDate(occurred_at) AS day, company_id, dimension, value, program_id,
+INSERT INTO {db}.clicks_origin_daily (day, company_id, dimension, value, clicks, unique_clicks)
+SELECT toDate(occurred_at) AS day, company_id, dimension, value,
        count() AS clicks, countIf(is_duplicate = 0) AS unique_clicks
 FROM {db}.clicks
 ARRAY JOIN
@@ -84,10 +86,10 @@ ARRAY JOIN
     utm_source,
     utm_campaign] AS value
 WHERE is_bot = 0
-GROUP BY day, company_id, dimension, value, program_id;
+GROUP BY day, company_id, dimension, value;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.clicks_origin_daily_mv TO {db}.clicks_origin_daily AS
-SELECT toDate(occurred_at) AS day, company_id, dimension, value, program_id,
+SELECT toDate(occurred_at) AS day, company_id, dimension, value,
        count() AS clicks, countIf(is_duplicate = 0) AS unique_clicks
 FROM {db}.clicks
 ARRAY JOIN
@@ -133,7 +135,7 @@ ARRAY JOIN
     utm_source,
     utm_campaign] AS value
 WHERE is_bot = 0
-GROUP BY day, company_id, dimension, value, program_id;
+GROUP BY day, company_id, dimension, value;
 
 -- Conversions by their click's origin (0011), sign-weighted as conversions_daily.
 DROP TABLE IF EXISTS {db}.conversions_origin_daily_mv;
@@ -146,7 +148,6 @@ CREATE TABLE IF NOT EXISTS {db}.conversions_origin_daily
     company_id    String,
     dimension     String,
     value         String,
-    program_id    String,
     currency      String,
     status        String,
     conversions   Int64,
@@ -155,10 +156,10 @@ CREATE TABLE IF NOT EXISTS {db}.conversions_origin_daily
 )
 ENGINE = SummingMergeTree
 PARTITION BY toYYYYMM(day)
-ORDER BY (company_id, dimension, day, program_id, value, currency, status);
+ORDER BY (company_id, dimension, day, value, currency, status);
 
-INSERT INTO {db}.conversions_origin_daily (day, company_id, dimension, value, program_id, currency, status, conversions, sale_amount, commission)
-SELECT toDate(occurred_at) AS day, company_id, dimension, value, program_id, currency, status,
+INSERT INTO {db}.conversions_origin_daily (day, company_id, dimension, value, currency, status, conversions, sale_amount, commission)
+SELECT toDate(occurred_at) AS day, company_id, dimension, value, currency, status,
        sum(toInt64(sign))                      AS conversions,
        sum(toDecimal128(sign * amount, 0))     AS sale_amount,
        sum(toDecimal128(sign * commission, 0)) AS commission
@@ -205,10 +206,10 @@ ARRAY JOIN
     referrer_domain,
     utm_source,
     utm_campaign] AS value
-GROUP BY day, company_id, dimension, value, program_id, currency, status;
+GROUP BY day, company_id, dimension, value, currency, status;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.conversions_origin_daily_mv TO {db}.conversions_origin_daily AS
-SELECT toDate(occurred_at) AS day, company_id, dimension, value, program_id, currency, status,
+SELECT toDate(occurred_at) AS day, company_id, dimension, value, currency, status,
        sum(toInt64(sign))                      AS conversions,
        sum(toDecimal128(sign * amount, 0))     AS sale_amount,
        sum(toDecimal128(sign * commission, 0)) AS commission
@@ -255,4 +256,4 @@ ARRAY JOIN
     referrer_domain,
     utm_source,
     utm_campaign] AS value
-GROUP BY day, company_id, dimension, value, program_id, currency, status;
+GROUP BY day, company_id, dimension, value, currency, status;
