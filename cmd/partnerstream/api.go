@@ -16,6 +16,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/dashboard"
 	"github.com/partnerstream/partnerstream/internal/delivery"
 	"github.com/partnerstream/partnerstream/internal/fraud"
+	"github.com/partnerstream/partnerstream/internal/fraudreview"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/idempotency"
 	"github.com/partnerstream/partnerstream/internal/kafka"
@@ -137,7 +138,11 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	hookTargets, _ := hooks.(httpapi.DeliveryWebhooks)
 	srv.MountDeliveries(delivery.NewHistory(p.pg, nil), hookTargets, httpapi.DeliveriesOptions{Client: delivery.NewHTTPClient(allow, roots), Postbacks: pbs})
 	srv.MountConversions(cnv)
-	srv.MountFraud(fraud.New(p.pg, nil))
+	rules := fraud.New(p.pg, nil)
+	srv.MountFraud(rules)
+	srv.MountFraudReview(httpapi.FraudReview{
+		Queue:    fraudreview.Queue{Conversions: cnv, Clicks: fraudreview.ClickHouseClicks{Conn: p.ch, Database: s.ch.Database}},
+		Backtest: fraudreview.Backtest{Conn: p.ch, Database: s.ch.Database}, Rules: rules})
 	srv.MountPayouts(cnv)
 	srv.MountRates(rates.New(p.pg, nil), httpapi.RatesOptions{Operators: s.api.OperatorCompanies})
 	srv.MountConversionPostback(cnv)
