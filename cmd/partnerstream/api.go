@@ -180,8 +180,15 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	}
 	if deps.mailer != nil {
 		notices := delivery.Notices{DB: p.pg, Mailer: deps.mailer, BaseURL: s.api.BaseURL, Log: log}
+		summary := fraudreview.Summary{DB: p.pg, Mailer: deps.mailer, BaseURL: s.api.BaseURL, Log: log}
 		loops = append(loops, func(ctx context.Context) {
 			run.Every(ctx, time.Minute, log, "tell the admins of disabled delivery targets", notices.Send)
+		}, func(ctx context.Context) {
+			// Every few minutes, so a summary a failed send rolled back goes out soon after.
+			run.Every(ctx, 10*time.Minute, log, "e-mail the daily fraud summaries", func(ctx context.Context) error {
+				_, err := summary.Send(ctx)
+				return err
+			})
 		})
 	}
 	return run.Func{N: "api", F: func(ctx context.Context) error {
