@@ -119,7 +119,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 		return nil, config.Invalid("click-id-keys", err)
 	}
 	clicks := tracking.NewService(resolver, recorder, tracking.ServiceOptions{ClickIDs: clickIDs, Log: log})
-	cnv := conversions.New(p.pg, conversions.Options{ClickIDs: clickIDs})
+	cnv := conversions.New(p.pg, conversions.Options{ClickIDs: clickIDs, Clicks: fraud.NewClickStore(p.ch, s.ch.Database)})
 	pbs := postbacks.NewService(p.pg, postbacks.Options{})
 	srv.MountAuth(deps.signin, deps.sessions, deps.users, s.auth.session.InsecureCookies)
 	srv.MountAPIKeys(deps.users)
@@ -173,6 +173,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 			pgstore.Listen(ctx, p.pg, pgstore.Subscription{Channel: links.ChangedChannel, Notify: resolver.Invalidate, Reset: resolver.Reset, Log: log})
 		},
 		func(ctx context.Context) { _ = conversions.AutoApproval{Service: cnv, Log: log}.Run(ctx) },
+		conversions.LateClicks{Service: cnv, Log: log}.Run,
 		func(ctx context.Context) { run.Every(ctx, time.Hour, log, "prune sign-in state", deps.prune) },
 		hourly("prune idempotency keys", idem.Prune),
 		hourly("prune postback secrets", pbs.PruneExpired),

@@ -99,6 +99,10 @@ type Conversion struct {
 	Attribution string
 	CouponCode  string // the code as the advertiser gave it, when a code won
 	CustomerID  string // the advertiser's id of its customer, when the conversion named one
+
+	// Country and DeviceType of the click that won, as ingest enriched it; empty until the
+	// click is known (read at registration, or later by DecideLateClicks).
+	Country, DeviceType string
 }
 
 // Exchange is how a conversion reported in another currency than its program's was
@@ -193,6 +197,12 @@ type Options struct {
 	// Rates finds the exchange rate of a conversion in another currency; nil: the rates
 	// kept in the same Postgres (rates.Service).
 	Rates RateFinder
+	// Clicks reads a conversion's click as ingest stored it, for the click-stage fraud rules
+	// and the click's country and device (fraud.ClickStore); nil reads none, and no rule of
+	// that stage runs.
+	Clicks ClickReader
+	// ClickTimeout bounds the read of the click at registration; DefaultClickTimeout when 0.
+	ClickTimeout time.Duration
 }
 
 // RateFinder finds the rate of base/quote a company keeps that is in force on the day of
@@ -207,6 +217,8 @@ type Service struct {
 	emails   fraud.Hasher
 	clickIDs clickid.Keys
 	rates    RateFinder
+	clicks   ClickReader
+	clickTTL time.Duration
 	now      func() time.Time
 	skew     time.Duration
 }
@@ -222,9 +234,13 @@ func New(db *pgxpool.Pool, o Options) *Service {
 	if o.Rates == nil {
 		o.Rates = rates.New(db, o.Now)
 	}
+	if o.ClickTimeout <= 0 {
+		o.ClickTimeout = DefaultClickTimeout
+	}
 	// The customer-e-mail hash is keyed like the visitor hash, from the oldest click-id key:
 	// every replica agrees, and adding a signing key changes no hash.
-	return &Service{db: db, emails: fraud.NewHasher(o.ClickIDs.VisitorKey()), clickIDs: o.ClickIDs, rates: o.Rates, now: func() time.Time { return o.Now().UTC() }, skew: o.FutureSkew}
+	return &Service{db: db, emails: fraud.NewHasher(o.ClickIDs.VisitorKey()), clickIDs: o.ClickIDs, rates: o.Rates,
+		clicks: o.Clicks, clickTTL: o.ClickTimeout, now: func() time.Time { return o.Now().UTC() }, skew: o.FutureSkew}
 }
 
 // Register records a conversion reported by advertiserID and its pending commission. A
@@ -259,6 +275,12 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 	if err != nil {
 		return firstOr(err)
 	}
+	rules, err := fraud.ParseStored(t.fraud)
+	if err != nil {
+		return Conversion{}, false, err
+	}
+	// Read before the transaction, so that no lock waits for ClickHouse.
+	click, clickRead := s.readClick(ctx, advertiserID, cands, rules)
 	id := ids.New(ids.Conversion)
 	var c Conversion
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
@@ -278,9 +300,15 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		if in.email != nil {
 			emailHash = s.emails.Hash(*in.email)
 		}
-		rules, err := fraud.ParseStored(t.fraud)
-		if err != nil {
-			return err
+		// The click's facts when it is the click that won; a click not read waits for the
+		// late-click loop.
+		pending := false
+		if c.Attribution == AttributionClick && s.clicks != nil {
+			if clickRead && click.ID == c.ClickID {
+				c.Country, c.DeviceType = click.Country, click.DeviceType
+			} else {
+				pending = true
+			}
 		}
 		// The duplicate rules read the conversions before this one in the insert's own
 		// RETURNING (a statement does not see its own row), sparing registration a round
@@ -292,14 +320,15 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		var facts fraud.Facts
 		err = tx.QueryRow(ctx, `INSERT INTO conversions (id, program_id, advertiser_id, affiliate_id,
 			partnership_id, link_id, click_id, promotion_id, sub1, clicked_at, external_id, type, amount,
-			currency, occurred_at, metadata, source, created_at, attribution, coupon_code, customer_id, customer_email_hash, `+exchangeInsert+`)
+			currency, occurred_at, metadata, source, created_at, attribution, coupon_code, customer_id, customer_email_hash, `+exchangeInsert+`,
+			click_country, click_device_type, click_pending)
 			VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-			$22, $23, $24, $25, $26, $27)
+			$22, $23, $24, $25, $26, $27, NULLIF($28, ''), NULLIF($29, ''), $30)
 			ON CONFLICT (program_id, external_id) DO NOTHING
 			RETURNING `+duplicates[order][customer],
 			append([]any{c.ID, c.ProgramID, c.AdvertiserID, c.AffiliateID, c.PartnershipID, c.LinkID, c.ClickID, c.PromotionID,
 				c.Sub1, nullTime(c.ClickedAt), c.ExternalID, c.Type, c.Amount, c.Currency, c.OccurredAt, []byte(c.Metadata), c.Source,
-				c.CreatedAt, c.Attribution, c.CouponCode, c.CustomerID, emailHash}, c.Exchange.values()...)...).
+				c.CreatedAt, c.Attribution, c.CouponCode, c.CustomerID, emailHash}, append(c.Exchange.values(), c.Country, c.DeviceType, pending)...)...).
 			Scan(&facts.DuplicateOrder, &facts.DuplicateCustomer)
 		var pgErr *pgconn.PgError
 		switch {
@@ -317,6 +346,9 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		findings, err := s.decide(ctx, tx, rules, r.exempt, c, in.email, facts, now)
 		if err != nil {
 			return err
+		}
+		if c.Attribution == AttributionClick && clickRead && click.ID == c.ClickID {
+			findings = append(findings, fraud.DecideClick(rules, r.exempt, click, factsOf(c), now)...)
 		}
 		c.Commission.Findings = findings
 		if fraud.Holds(findings) {
@@ -359,16 +391,21 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 // duplicate_order and duplicate_customer run: the earlier conversion of another affiliate
 // with the same order id, and with the same customer (empty for none). A rule that does not run
 // reads nothing. Four statements rather than one with flags: a flag Postgres can fold away
-// makes it plan the statement anew at every execution. Any earlier conversion will do: an
-// ORDER BY id would tempt the planner to walk the whole primary key in id order when there
-// is none (the common case), which grows with the table.
+// makes it plan the statement anew at every execution.
+//
+// Each takes any one match with array_agg rather than LIMIT 1 or min(): Postgres caches a
+// generic plan of the statement, where a LIMIT 1 (and min(), which it turns into one) makes a
+// walk of the advertiser's rows in another index look cheap (it expects a match soon), and
+// with no match (the common case) that walk reads every conversion of the advertiser: the cost
+// grew with the table. Without a limit the planner costs the whole scan and takes the index
+// made for the lookup (conversions_order; conversions_customer, conversions_customer_email).
 var duplicates = func() (out [2][2]string) {
-	const order = `COALESCE((SELECT o.id FROM conversions o WHERE o.advertiser_id = $3 AND lower(o.external_id) = lower($11)
-		AND o.affiliate_id <> $4 LIMIT 1), '')`
-	const customer = `COALESCE((SELECT o.id FROM conversions o WHERE o.program_id = $2 AND o.customer_id = $21 AND $21 <> ''
-		AND o.affiliate_id <> $4 LIMIT 1),
-		(SELECT o.id FROM conversions o WHERE o.program_id = $2 AND o.customer_email_hash = $22
-		AND o.affiliate_id <> $4 LIMIT 1), '')`
+	const order = `COALESCE((SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.advertiser_id = $3
+		AND lower(o.external_id) = lower($11) AND o.affiliate_id <> $4), '')`
+	const customer = `COALESCE((SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.program_id = $2 AND o.customer_id = $21
+		AND $21 <> '' AND o.affiliate_id <> $4),
+		(SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.program_id = $2 AND o.customer_email_hash = $22
+		AND o.affiliate_id <> $4), '')`
 	for i, o := range []string{"''", order} {
 		for j, c := range []string{"''", customer} {
 			out[i][j] = o + ", " + c
@@ -527,7 +564,8 @@ func (s *Service) Get(ctx context.Context, v Viewer, id string) (Conversion, err
 const conversionColumns = `v.id, v.program_id, v.advertiser_id, v.affiliate_id, COALESCE(v.partnership_id, ''),
 	v.link_id, v.click_id, v.promotion_id, v.sub1, v.clicked_at, v.external_id, v.type, v.amount, v.currency,
 	v.occurred_at, v.metadata, v.source, v.created_at, v.attribution, v.coupon_code, v.customer_id,
-	(SELECT name FROM companies WHERE id = v.advertiser_id), (SELECT name FROM companies WHERE id = v.affiliate_id), ` + commissionColumns
+	(SELECT name FROM companies WHERE id = v.advertiser_id), (SELECT name FROM companies WHERE id = v.affiliate_id),
+	COALESCE(v.click_country, ''), COALESCE(v.click_device_type, ''), ` + commissionColumns
 
 func scanConversion(row pgx.Row) (Conversion, error) {
 	var c Conversion
@@ -536,7 +574,7 @@ func scanConversion(row pgx.Row) (Conversion, error) {
 	dst := append([]any{&c.ID, &c.ProgramID, &c.AdvertiserID, &c.AffiliateID, &c.PartnershipID, &c.LinkID,
 		&c.ClickID, &c.PromotionID, &c.Sub1, &clickedAt, &c.ExternalID, &c.Type, &c.Amount, &c.Currency,
 		&c.OccurredAt, &meta, &c.Source, &c.CreatedAt, &c.Attribution, &c.CouponCode, &c.CustomerID,
-		&c.AdvertiserName, &c.AffiliateName}, c.Commission.targets()...)
+		&c.AdvertiserName, &c.AffiliateName, &c.Country, &c.DeviceType}, c.Commission.targets()...)
 	if err := row.Scan(dst...); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return Conversion{}, ErrNotFound

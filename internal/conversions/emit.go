@@ -41,6 +41,7 @@ func emitTypes(ctx context.Context, tx pgx.Tx, c Conversion, previous string, ty
 		ProgramID: c.ProgramID, AffiliateID: c.AffiliateID, AdvertiserID: c.AdvertiserID, LinkID: c.LinkID,
 		ClickID: c.ClickID, Sub1: c.Sub1, ExternalID: c.ExternalID, OccurredAt: c.OccurredAt, Version: m.Version,
 		Attribution: c.Attribution, CouponCode: c.CouponCode, CustomerID: c.CustomerID,
+		Country: c.Country, DeviceType: c.DeviceType,
 	}
 	if e := c.Exchange; e != nil {
 		d.OriginalAmount, d.OriginalCurrency = money.Format(e.OriginalAmount, e.OriginalCurrency), e.OriginalCurrency

@@ -72,31 +72,40 @@ func (s *Service) AddVerdicts(ctx context.Context, conversionID string, findings
 		if len(locked) == 0 {
 			return ErrNotFound
 		}
-		c = locked[0]
-		m := c.Commission
-		if err := fraud.Record(ctx, tx, m.ID, findings); err != nil {
-			return err
-		}
-		open := m.Status == Pending || (m.Status == Approved && m.PayoutID == "")
-		hold := fraud.Holds(findings) && m.HeldAt == nil && open
-		if hold {
-			if _, err := tx.Exec(ctx, `UPDATE commissions SET held_at = $2, version = version + 1, updated_at = $2 WHERE id = $1`,
-				m.ID, s.now()); err != nil {
-				return fmt.Errorf("hold commission %s: %w", m.ID, err)
-			}
-		}
-		// Read back as stored: a rule decided before keeps its first verdict.
-		if locked, err = lock(ctx, tx, `v.id = $1`, conversionID); err != nil {
-			return err
-		}
-		c = locked[0]
-		if hold {
-			return emitTypes(ctx, tx, c, "", events.CommissionHeld)
-		}
-		return nil
+		c, err = s.addVerdicts(ctx, tx, locked[0], findings)
+		return err
 	})
 	if err != nil {
 		return Conversion{}, fmt.Errorf("add verdicts to conversion %s: %w", conversionID, err)
+	}
+	return c, nil
+}
+
+// addVerdicts is AddVerdicts on c, which the caller locked in tx.
+func (s *Service) addVerdicts(ctx context.Context, tx pgx.Tx, c Conversion, findings []fraud.Finding) (Conversion, error) {
+	m := c.Commission
+	if len(findings) == 0 {
+		return c, nil
+	}
+	if err := fraud.Record(ctx, tx, m.ID, findings); err != nil {
+		return Conversion{}, err
+	}
+	open := m.Status == Pending || (m.Status == Approved && m.PayoutID == "")
+	hold := fraud.Holds(findings) && m.HeldAt == nil && open
+	if hold {
+		if _, err := tx.Exec(ctx, `UPDATE commissions SET held_at = $2, version = version + 1, updated_at = $2 WHERE id = $1`,
+			m.ID, s.now()); err != nil {
+			return Conversion{}, fmt.Errorf("hold commission %s: %w", m.ID, err)
+		}
+	}
+	// Read back as stored: a rule decided before keeps its first verdict.
+	locked, err := lock(ctx, tx, `v.id = $1`, c.ID)
+	if err != nil {
+		return Conversion{}, err
+	}
+	c = locked[0]
+	if hold {
+		return c, emitTypes(ctx, tx, c, "", events.CommissionHeld)
 	}
 	return c, nil
 }

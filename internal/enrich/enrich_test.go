@@ -198,14 +198,16 @@ func TestUTM(t *testing.T) {
 	long := strings.Repeat("é", 200) // 400 bytes
 	s := mustNew(t, Options{}).NewSession()
 	for landing, want := range map[string]UTM{
-		"https://shop.example/p?utm_source=newsletter&utm_medium=email&utm_campaign=black%20friday": {"newsletter", "email", "black friday"},
+		"https://shop.example/p?utm_source=newsletter&utm_medium=email&utm_campaign=black%20friday": {Source: "newsletter", Medium: "email", Campaign: "black friday"},
+		"https://shop.example/p?gclid=abc&utm_source=g&fbclid=x&ScCid=1&gclidx=2":                   {Source: "g", PaidAds: "gclid,fbclid,sccid"},
+		"https://shop.example/p?msclkid=1":                                                          {PaidAds: "msclkid"},
 		"https://shop.example/p?utm_campaign=c&utm_source=a&broken=%zz":                             {Source: "a", Campaign: "c"},
 		"https://shop.example/p?utm_source=" + long:                                                 {Source: strings.Repeat("é", 128)},
-		"https://shop.example/p":                {},
-		"https://shop.example/p?q=shoes":        {},
-		"::not a url?utm_source=x":              {},
-		"https://shop.example/%zz?utm_source=x": {},
-		"":                                      {},
+		"https://shop.example/p":                                                                    {},
+		"https://shop.example/p?q=shoes":                                                            {},
+		"::not a url?utm_source=x":                                                                  {},
+		"https://shop.example/%zz?utm_source=x":                                                     {},
+		"":                                                                                          {},
 	} {
 		if got := s.Enrich("", "", "", landing).UTM; *got != want {
 			t.Errorf("%q: %+v, want %+v", landing, *got, want)

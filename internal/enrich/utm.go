@@ -5,10 +5,20 @@ import (
 	"strings"
 )
 
-// UTM is the campaign a landing URL names with Google's utm_ parameters.
+// UTM is the campaign a landing URL names with Google's utm_ parameters, and the paid-ads
+// click ids it carries.
 type UTM struct {
 	Source, Medium, Campaign string
+	// PaidAds lists the PaidAdsParams the landing URL carried, comma-separated, in that
+	// order ("" none): an ad network added them, so the affiliate bought the click.
+	PaidAds string
 }
+
+// PaidAdsParams are the landing-URL parameters that paid-ads networks add to a click they
+// sold (Google, Meta, Microsoft, TikTok, LinkedIn, X, Pinterest, Snap, Reddit, Yandex). The
+// fraud rule paid_ads_click fires on those a program does not allow (docs/fraud.md).
+var PaidAdsParams = []string{"gclid", "gbraid", "wbraid", "gad_source", "dclid", "fbclid", "msclkid", "ttclid",
+	"li_fat_id", "twclid", "epik", "sccid", "rdt_cid", "yclid"}
 
 var noUTM = &UTM{}
 
@@ -36,6 +46,13 @@ func parseUTM(landing string) *UTM {
 	// ParseQuery keeps the pairs it could read when a later one is malformed.
 	q, _ := url.ParseQuery(u.RawQuery)
 	utm := &UTM{Source: cut(q.Get("utm_source")), Medium: cut(q.Get("utm_medium")), Campaign: cut(q.Get("utm_campaign"))}
+	var paid []string
+	for _, p := range PaidAdsParams {
+		if q.Has(p) || p == "sccid" && q.Has("ScCid") {
+			paid = append(paid, p)
+		}
+	}
+	utm.PaidAds = strings.Join(paid, ",")
 	if *utm == (UTM{}) {
 		return noUTM
 	}

@@ -115,6 +115,10 @@ type ConversionData struct {
 	RateDate         string `json:"rate_date,omitempty"` // YYYY-MM-DD
 	// Risk is the conversion's fraud verdict: absent when no rule fired (docs/fraud.md).
 	Risk *Risk `json:"risk,omitempty"`
+	// Country (ISO 3166-1 alpha-2) and DeviceType (desktop, mobile, tablet, bot, other) of
+	// the click that won, as ingest enriched it; absent until the click is known.
+	Country    string `json:"country,omitempty"`
+	DeviceType string `json:"device_type,omitempty"`
 }
 
 // Risk is a conversion's fraud verdict as receivers see it: whether its commission is on hold

@@ -5,9 +5,11 @@
 // transaction that registers a conversion, and records what fired beside its commission.
 //
 // A rule decides at a stage: StageRegistration rules decide when the conversion is
-// registered; StageClick rules (a later slice: the click's country, network, referrer...)
-// decide once ingest knows the click, adding verdicts to the commission that exists by then.
-// Both write the same verdict rows, so a commission's risk reads alike whichever stage found it.
+// registered (Decide, over Facts); StageClick rules decide from the click as ingest stored it
+// in ClickHouse (DecideClick, over Click: country, network, device, referrer, landing URL),
+// in the registration's transaction when the click is there by then, or later once it is,
+// adding verdicts to the commission. Both write the same verdict rows, so a commission's risk
+// reads alike whichever stage found it.
 package fraud
 
 import (
@@ -17,6 +19,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/partnerstream/partnerstream/internal/enrich"
 )
 
 // Reason codes of the rules built so far (docs/fraud.md lists the later ones too).
@@ -27,6 +31,13 @@ const (
 	DisposableEmail   = "disposable_email"
 	DuplicateOrder    = "duplicate_order"
 	DuplicateCustomer = "duplicate_customer"
+
+	HostingNetwork    = "hosting_network"
+	CountryNotAllowed = "country_not_allowed"
+	ClickVelocity     = "click_velocity"
+	PaidAdsClick      = "paid_ads_click"
+	BannedReferrer    = "banned_referrer"
+	CustomRule        = "custom_rule"
 )
 
 // Actions of a rule that fired.
@@ -49,12 +60,17 @@ const (
 
 // Param kinds.
 const (
-	kindSeconds = "seconds"
-	kindDomains = "domains"
+	kindSeconds    = "seconds"
+	kindCount      = "count"      // a whole number, kept with the seconds
+	kindDomains    = "domains"    // domain names
+	kindCountries  = "countries"  // ISO 3166-1 alpha-2 codes
+	kindPatterns   = "patterns"   // domain names, or "*." and a domain for it and what is under it
+	kindClickIDs   = "click_ids"  // names of PaidAdsParams
+	kindExpression = "expression" // a CEL expression (cel.go)
 )
 
-// Param is a parameter a rule takes: a whole number of seconds in [Min, Max], or a list of at
-// most MaxItems domains.
+// Param is a parameter a rule takes: a whole number (seconds or a count) in [Min, Max], a
+// list of at most MaxItems entries, or an expression.
 type Param struct {
 	Name     string
 	Kind     string
@@ -73,8 +89,20 @@ type Rule struct {
 	Default Setting
 }
 
-// MaxListDomains bounds a rule's list of domains.
+// MaxListDomains bounds a rule's list of domains (or referrer patterns).
 const MaxListDomains = 500
+
+// MaxCountries bounds a list of countries: there are 249 codes.
+const MaxCountries = 250
+
+// MaxVelocityWindow is the longest click_velocity window: a day. The count reads the clicks
+// of one link in it, so a longer one would read more of ClickHouse per conversion.
+const MaxVelocityWindow = 24 * 3600
+
+// PaidAdsParams are the paid-ads click ids ingest looks for on a landing URL: an affiliate
+// who buys ads on the advertiser's brand shows them. paid_ads_click fires on those its
+// program does not allow.
+var PaidAdsParams = enrich.PaidAdsParams
 
 // MaxMinSeconds is the largest minimum click-to-conversion time: an hour is already far
 // beyond any checkout a bot would skip.
@@ -101,6 +129,24 @@ var Catalogue = []Rule{
 		Default: Setting{Enabled: true, Action: ActionFlag}},
 	{Code: DuplicateCustomer, Stage: StageRegistration,
 		Default: Setting{Enabled: true, Action: ActionFlag}},
+	{Code: HostingNetwork, Stage: StageClick,
+		Default: Setting{Enabled: true, Action: ActionFlag}},
+	{Code: CountryNotAllowed, Stage: StageClick,
+		Params:  []Param{{Name: "countries", Kind: kindCountries, MaxItems: MaxCountries}},
+		Default: Setting{Enabled: false, Action: ActionFlag}},
+	{Code: ClickVelocity, Stage: StageClick,
+		Params: []Param{{Name: "max_clicks", Kind: kindCount, Min: 1, Max: 10000, Default: 10},
+			{Name: "window_seconds", Kind: kindSeconds, Min: 1, Max: MaxVelocityWindow, Default: 3600}},
+		Default: Setting{Enabled: true, Action: ActionFlag}},
+	{Code: PaidAdsClick, Stage: StageClick,
+		Params:  []Param{{Name: "allowed", Kind: kindClickIDs, MaxItems: len(PaidAdsParams)}},
+		Default: Setting{Enabled: true, Action: ActionFlag}},
+	{Code: BannedReferrer, Stage: StageClick,
+		Params:  []Param{{Name: "patterns", Kind: kindPatterns, MaxItems: MaxListDomains}},
+		Default: Setting{Enabled: true, Action: ActionFlag}},
+	{Code: CustomRule, Stage: StageClick,
+		Params:  []Param{{Name: "expression", Kind: kindExpression, MaxItems: MaxExpression}},
+		Default: Setting{Enabled: false, Action: ActionFlag}},
 }
 
 // Codes lists the reason codes of the catalogue.
@@ -128,9 +174,33 @@ type Setting struct {
 	// Shadow decides and records, and never acts: its verdicts are kept apart and change
 	// nothing (no hold, nothing in webhooks).
 	Shadow bool `json:"shadow"`
-	// Seconds parameters by name; Domains lists by name.
+	// Whole-number parameters (seconds and counts) by name; lists of domains by name; the
+	// other lists (countries, referrer patterns, click-id names) by name; expressions by name.
 	Seconds map[string]int64    `json:"seconds,omitempty"`
 	Domains map[string][]string `json:"domains,omitempty"`
+	Lists   map[string][]string `json:"lists,omitempty"`
+	Text    map[string]string   `json:"text,omitempty"`
+}
+
+// Param is the value of the parameter name as the API shows it: a number, a list (never
+// nil) or a string.
+func (s Setting) Param(p Param) any {
+	switch p.Kind {
+	case kindSeconds, kindCount:
+		return s.Seconds[p.Name]
+	case kindExpression:
+		return s.Text[p.Name]
+	case kindDomains:
+		return nonNil(s.Domains[p.Name])
+	}
+	return nonNil(s.Lists[p.Name])
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 // Settings are a program's settings of every rule of the catalogue.
@@ -142,7 +212,7 @@ func Defaults() Settings {
 	for _, r := range Catalogue {
 		s := r.Default
 		for _, p := range r.Params {
-			if p.Kind == kindSeconds {
+			if p.Kind == kindSeconds || p.Kind == kindCount {
 				if s.Seconds == nil {
 					s.Seconds = map[string]int64{}
 				}
@@ -253,6 +323,9 @@ func Apply(current Settings, changes map[string]Change) (Settings, error) {
 				errs = append(errs, FieldError{Field: field + ".params." + name, Message: err.Error()})
 			}
 		}
+		if code == CustomRule && s.Enabled && s.Text[paramExpression] == "" && ch.Params[paramExpression] == nil {
+			errs = append(errs, FieldError{Field: field + ".params." + paramExpression, Message: "is required to enable the rule"})
+		}
 		out[code] = s
 	}
 	if errs != nil {
@@ -275,10 +348,14 @@ func setParam(s *Setting, r Rule, name string, v any) error {
 	}
 	p := r.Params[i]
 	switch p.Kind {
-	case kindSeconds:
+	case kindSeconds, kindCount:
 		n, ok := v.(int64)
 		if !ok || n < p.Min || n > p.Max {
-			return fmt.Errorf("must be a whole number of seconds from %d to %d", p.Min, p.Max)
+			unit := " of seconds"
+			if p.Kind == kindCount {
+				unit = ""
+			}
+			return fmt.Errorf("must be a whole number%s from %d to %d", unit, p.Min, p.Max)
 		}
 		if s.Seconds == nil {
 			s.Seconds = map[string]int64{}
@@ -306,8 +383,65 @@ func setParam(s *Setting, r Rule, name string, v any) error {
 			s.Domains = map[string][]string{}
 		}
 		s.Domains[name] = clean
+	case kindCountries, kindPatterns, kindClickIDs:
+		list, ok := v.([]string)
+		if !ok {
+			return errors.New("must be a list of strings")
+		}
+		if len(list) > p.MaxItems {
+			return fmt.Errorf("must hold at most %d entries, has %d", p.MaxItems, len(list))
+		}
+		clean := make([]string, 0, len(list))
+		for _, e := range list {
+			e, err := listEntry(p.Kind, e)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(clean, e) {
+				clean = append(clean, e)
+			}
+		}
+		if s.Lists == nil {
+			s.Lists = map[string][]string{}
+		}
+		s.Lists[name] = clean
+	case kindExpression:
+		expr, ok := v.(string)
+		if !ok {
+			return errors.New("must be a CEL expression, as a string")
+		}
+		if err := CheckExpression(expr); err != nil {
+			return err
+		}
+		if s.Text == nil {
+			s.Text = map[string]string{}
+		}
+		s.Text[name] = expr
 	}
 	return nil
+}
+
+// listEntry checks and normalises one entry of a list parameter of kind.
+func listEntry(kind, e string) (string, error) {
+	e = strings.TrimSpace(e)
+	switch kind {
+	case kindCountries:
+		e = strings.ToUpper(e)
+		if len(e) != 2 || e[0] < 'A' || e[0] > 'Z' || e[1] < 'A' || e[1] > 'Z' {
+			return "", fmt.Errorf("%q is not an ISO 3166-1 alpha-2 country code", e)
+		}
+	case kindPatterns:
+		e = strings.ToLower(e)
+		if !validDomain(strings.TrimPrefix(e, "*.")) {
+			return "", fmt.Errorf("%q is not a domain name, or \"*.\" and one", e)
+		}
+	case kindClickIDs:
+		e = strings.ToLower(e)
+		if !slices.Contains(PaidAdsParams, e) {
+			return "", fmt.Errorf("%q is not a paid-ads click id; known: %s", e, strings.Join(PaidAdsParams, ", "))
+		}
+	}
+	return e, nil
 }
 
 func (s Setting) clone() Setting {
@@ -322,6 +456,18 @@ func (s Setting) clone() Setting {
 		c.Domains = make(map[string][]string, len(s.Domains))
 		for k, v := range s.Domains {
 			c.Domains[k] = slices.Clone(v)
+		}
+	}
+	if s.Lists != nil {
+		c.Lists = make(map[string][]string, len(s.Lists))
+		for k, v := range s.Lists {
+			c.Lists[k] = slices.Clone(v)
+		}
+	}
+	if s.Text != nil {
+		c.Text = make(map[string]string, len(s.Text))
+		for k, v := range s.Text {
+			c.Text[k] = v
 		}
 	}
 	return c

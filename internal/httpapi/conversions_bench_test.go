@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/partnerstream/partnerstream/internal/procstat"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
 )
 
 // Sizes of `make bench-conversions`: conversions per side and round, rounds, and clients.
@@ -48,16 +49,16 @@ func BenchmarkRegisterConversion(b *testing.B) {
 			name   string
 			status int
 		}{{"new", http.StatusCreated}, {"repeat", http.StatusOK}} {
-			self0, pg0 := procstat.Self(), postgresCPU()
+			self0, pg0, ch0 := procstat.Self(), postgresCPU(), chtest.ServerCPU()
 			began := time.Now()
 			f.registerAll(b, base, clicks, side.status)
 			elapsed := time.Since(began)
 			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(len(clicks)) }
-			self, pg := per(procstat.Self()-self0), per(postgresCPU()-pg0)
+			self, pg, ch := per(procstat.Self()-self0), per(postgresCPU()-pg0), per(chtest.ServerCPU()-ch0)
 			rates[side.name] = append(rates[side.name], float64(len(clicks))/elapsed.Seconds())
 			cpu[side.name] = append(cpu[side.name], self+pg)
-			b.Logf("round %d, %s conversions: %.0f/s; CPU µs per conversion %.0f (clients and api %.0f, Postgres %.0f)",
-				round+1, side.name, rates[side.name][round], self+pg, self, pg)
+			b.Logf("round %d, %s conversions: %.0f/s; CPU µs per conversion %.0f (clients and api %.0f, Postgres %.0f); ClickHouse (the clicks read for the fraud rules) %.0f more",
+				round+1, side.name, rates[side.name][round], self+pg, self, pg, ch)
 		}
 	}
 	b.StopTimer()

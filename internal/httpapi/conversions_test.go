@@ -16,6 +16,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/fraud"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
@@ -44,7 +45,8 @@ func newConversionsFixture(t testing.TB) *conversionsFixture {
 		t.Fatal(err)
 	}
 	f.keys = keys
-	f.svc = conversions.New(f.db, conversions.Options{ClickIDs: keys})
+	// The click-stage fraud rules read the clicks from ClickHouse, as the api does.
+	f.svc = conversions.New(f.db, conversions.Options{ClickIDs: keys, Clicks: fraud.NewClickStore(ch, db)})
 	f.srv.MountConversions(f.svc)
 	f.srv.MountPayouts(f.svc)
 	f.srv.MountConversionPostback(f.svc)
@@ -91,7 +93,8 @@ func (f *conversionsFixture) clicks(t testing.TB, program string, at time.Time, 
 			t.Fatal(err)
 		}
 		if err := batch.Append(out[i], at, link, program, f.affID, advertiser, "", "", "", "", "", "",
-			"203.0.113.7", "Mozilla/5.0", "", "ES", uint8(0), uint8(0), int32(0), int64(i)); err != nil {
+			// Visitors of their own (as ingest stores them, a /24 each), so click_velocity counts a few clicks each.
+			fmt.Sprintf("10.%d.%d.0", i/256%256, i%256), "Mozilla/5.0", "", "ES", uint8(0), uint8(0), int32(0), int64(i)); err != nil {
 			t.Fatal(err)
 		}
 	}

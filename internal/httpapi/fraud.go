@@ -89,7 +89,7 @@ func fraudChanges(rules map[string]fraudRuleInput) (map[string]fraud.Change, err
 		for name, raw := range r.Params {
 			v, ok := paramValue(raw)
 			if !ok {
-				errs = append(errs, FieldError{Field: "rules." + code + ".params." + name, Message: "must be a whole number or a list of strings"})
+				errs = append(errs, FieldError{Field: "rules." + code + ".params." + name, Message: "must be a whole number, a list of strings or a string"})
 				continue
 			}
 			ch.Params[name] = v
@@ -102,12 +102,17 @@ func fraudChanges(rules map[string]fraudRuleInput) (map[string]fraud.Change, err
 	return changes, nil
 }
 
-// paramValue reads a parameter as the fraud package takes it: an int64 or a []string.
+// paramValue reads a parameter as the fraud package takes it: an int64, a []string or a
+// string (an expression).
 func paramValue(raw json.RawMessage) (any, bool) {
 	var n int64
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if dec.Decode(&n) == nil {
 		return n, true
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return text, true
 	}
 	var list []string
 	if json.Unmarshal(raw, &list) == nil && list != nil {
@@ -174,11 +179,7 @@ func fraudView(p fraud.Program) fraudProgramJSON {
 		s := p.Settings[r.Code]
 		params := map[string]any{}
 		for _, prm := range r.Params {
-			if v, ok := s.Seconds[prm.Name]; ok {
-				params[prm.Name] = v
-			} else {
-				params[prm.Name] = nonNil(s.Domains[prm.Name])
-			}
+			params[prm.Name] = s.Param(prm)
 		}
 		out.Rules = append(out.Rules, fraudRuleJSON{Code: r.Code, Stage: r.Stage, Enabled: s.Enabled, Action: s.Action, Shadow: s.Shadow, Params: params})
 	}

@@ -51,7 +51,7 @@ var clickColumns = func() string {
 	return strings.Join(append(cols, "kafka_partition", "kafka_offset"), ", ")
 }()
 
-// derivedString is a String column that enrichment fills (internal/enrich, migration 0009).
+// derivedString is a String column that enrichment fills (internal/enrich, migrations 0009 and 0014).
 type derivedString struct {
 	column string
 	value  func(r *clickRecord) string
@@ -71,6 +71,7 @@ var derivedStrings = [...]derivedString{
 	{"utm_source", func(r *clickRecord) string { return r.utm().Source }},
 	{"utm_medium", func(r *clickRecord) string { return r.utm().Medium }},
 	{"utm_campaign", func(r *clickRecord) string { return r.utm().Campaign }},
+	{"paid_ads", func(r *clickRecord) string { return r.utm().PaidAds }},
 }
 
 var enrichedColumns = func() (cols []string) {

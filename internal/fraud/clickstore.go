@@ -1,0 +1,166 @@
+package fraud
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// ClickKey names a conversion's click in ClickHouse's clicks by what its sorting key needs
+// (advertiser, program, day, click id), all of which the signed click id and its link give.
+type ClickKey struct {
+	AdvertiserID, ProgramID, ClickID string
+	At                               time.Time
+	// Window is click_velocity's window_seconds: the clicks of the same link from the click's
+	// visitor or address in the window up to the click are counted (Click.RecentClicks); 0
+	// counts nothing.
+	Window time.Duration
+}
+
+// ClickStore reads clicks from ClickHouse for the click-stage rules.
+type ClickStore struct {
+	conn driver.Conn
+	db   string
+}
+
+// NewClickStore reads the clicks table of database.
+func NewClickStore(conn driver.Conn, database string) *ClickStore {
+	return &ClickStore{conn: conn, db: database}
+}
+
+// noMatch stands in an IN list with nothing to match: no address or visitor key is "-".
+const noMatch = "-"
+
+// Clicks reads the clicks of keys by their sorting key, two queries for the whole batch (the
+// clicks, then the clicks that count towards their velocity); a click not in ClickHouse (yet)
+// is absent from the answer.
+func (s *ClickStore) Clicks(ctx context.Context, keys []ClickKey) (map[string]Click, error) {
+	if len(keys) == 0 {
+		return map[string]Click{}, nil
+	}
+	var advertisers, programs, days, ids []string
+	add := func(list *[]string, v string) {
+		if !slices.Contains(*list, v) {
+			*list = append(*list, v)
+		}
+	}
+	byID := make(map[string]ClickKey, len(keys))
+	for _, k := range keys {
+		add(&advertisers, k.AdvertiserID)
+		add(&programs, k.ProgramID)
+		add(&days, k.At.UTC().Format(time.DateOnly))
+		ids = append(ids, k.ClickID)
+		byID[k.ClickID] = k
+	}
+	rows, err := s.conn.Query(ctx, `SELECT click_id, link_id, occurred_at, country, asn, hosting, device_type, browser, os,
+		referrer_domain, utm_source, utm_medium, utm_campaign, paid_ads, ip, visitor, advertiser_id, program_id
+		FROM `+s.db+`.clicks
+		WHERE advertiser_id IN (?) AND program_id IN (?) AND toDate(occurred_at) IN (?) AND click_id IN (?)`,
+		advertisers, programs, days, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read clicks: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]Click, len(keys))
+	who := map[string][2]string{} // click id: its stored address and visitor key
+	for rows.Next() {
+		var k Click
+		var hosting uint8
+		var paid, ip, visitor, advertiser, program string
+		if err := rows.Scan(&k.ID, &k.LinkID, &k.At, &k.Country, &k.ASN, &hosting, &k.DeviceType, &k.Browser, &k.OS,
+			&k.ReferrerDomain, &k.UTMSource, &k.UTMMedium, &k.UTMCampaign, &paid, &ip, &visitor, &advertiser, &program); err != nil {
+			return nil, fmt.Errorf("read clicks: %w", err)
+		}
+		// The IN lists cross every advertiser with every program of the batch: keep the pairs asked for.
+		if key, ok := byID[k.ID]; !ok || key.AdvertiserID != advertiser || key.ProgramID != program {
+			continue
+		}
+		k.At, k.Hosting = k.At.UTC(), hosting == 1
+		if paid != "" {
+			k.PaidAds = strings.Split(paid, ",")
+		}
+		out[k.ID] = k
+		who[k.ID] = [2]string{ip, visitor}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read clicks: %w", err)
+	}
+	if err := s.velocity(ctx, byID, out, who); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// velocity counts, for each found click whose key has a Window, the clicks of its link from
+// its address or visitor in the window up to it (it included), in one query for the batch.
+func (s *ClickStore) velocity(ctx context.Context, keys map[string]ClickKey, found map[string]Click, who map[string][2]string) error {
+	var advertisers, programs, links []string
+	ips, visitors := []string{noMatch}, []string{noMatch}
+	var from, to time.Time
+	for id, k := range found {
+		key := keys[id]
+		if key.Window <= 0 {
+			continue
+		}
+		for list, v := range map[*[]string]string{&advertisers: key.AdvertiserID, &programs: key.ProgramID, &links: k.LinkID,
+			&ips: who[id][0], &visitors: who[id][1]} {
+			if v != "" && !slices.Contains(*list, v) {
+				*list = append(*list, v)
+			}
+		}
+		if start := k.At.Add(-key.Window); from.IsZero() || start.Before(from) {
+			from = start
+		}
+		if k.At.After(to) {
+			to = k.At
+		}
+	}
+	if len(links) == 0 {
+		return nil
+	}
+	rows, err := s.conn.Query(ctx, `SELECT DISTINCT click_id, link_id, ip, visitor, occurred_at FROM `+s.db+`.clicks
+		WHERE advertiser_id IN (?) AND program_id IN (?) AND toDate(occurred_at) >= toDate(?) AND toDate(occurred_at) <= toDate(?)
+		AND occurred_at >= ? AND occurred_at <= ? AND link_id IN (?) AND (ip IN (?) OR visitor IN (?))`,
+		advertisers, programs, from, to, from, to, links, ips, visitors)
+	if err != nil {
+		return fmt.Errorf("count click velocity: %w", err)
+	}
+	defer rows.Close()
+	type seen struct {
+		link, ip, visitor string
+		at                time.Time
+	}
+	var all []seen
+	for rows.Next() {
+		var id string
+		var x seen
+		if err := rows.Scan(&id, &x.link, &x.ip, &x.visitor, &x.at); err != nil {
+			return fmt.Errorf("count click velocity: %w", err)
+		}
+		all = append(all, x)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("count click velocity: %w", err)
+	}
+	for id, k := range found {
+		key := keys[id]
+		if key.Window <= 0 {
+			continue
+		}
+		ip, visitor := who[id][0], who[id][1]
+		n := 0
+		for _, x := range all {
+			if x.link == k.LinkID && !x.at.Before(k.At.Add(-key.Window)) && !x.at.After(k.At) &&
+				(ip != "" && x.ip == ip || visitor != "" && x.visitor == visitor) {
+				n++
+			}
+		}
+		k.RecentClicks = n
+		found[id] = k
+	}
+	return nil
+}
