@@ -1,0 +1,78 @@
+package fraudreview_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partnerstream/partnerstream/internal/fraud"
+	"github.com/partnerstream/partnerstream/internal/fraudreview"
+	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
+)
+
+const (
+	benchClicks      = 10_000_000
+	benchConversions = 200_000 // 2 %
+)
+
+// BenchmarkBacktest30Days is `make bench-backtest`: a backtest of the time rules (every
+// conversion with its click's time) over the 30 days of an advertiser that owns 10 million
+// clicks (20 programs, 1,000 affiliates) and 200,000 conversions, each 0 to 2 hours after
+// its click. The rows go in in bulk (INSERT ... SELECT FROM numbers), so click_index and
+// conversions fill through their views as ingest's inserts fill them. It reports seconds
+// per backtest and conversions evaluated per second.
+func BenchmarkBacktest30Days(b *testing.B) {
+	ctx := context.Background()
+	_, db, conn := chtest.Migrated(b)
+	from := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	start := time.Now()
+	clicks := `INSERT INTO {db}.clicks (click_id, occurred_at, link_id, program_id, affiliate_id, advertiser_id,
+		ip, user_agent, country, kafka_partition, kafka_offset)
+	SELECT concat('clk_', toString(number)), toDateTime('{from}', 'UTC') + (h % 2592000),
+		concat('lnk_', toString(aff), '_', toString(prg)), concat('prg_', toString(prg)), concat('co_aff_', toString(aff)),
+		'co_bench', '203.0.113.7', 'Mozilla/5.0', 'ES', toInt32(number % 6), toInt64(number)
+	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
+	      FROM numbers(` + fmt.Sprint(benchClicks) + `))`
+	// Conversion n is of click n, (h / 3) % 7200 seconds after it.
+	conversions := `INSERT INTO {db}.conversion_changes (conversion_id, version, sign, status, type, currency, amount,
+		commission, occurred_at, advertiser_id, program_id, affiliate_id, link_id, click_id, commission_id, ingested_at)
+	SELECT concat('cnv_', toString(number)), toUInt64(1), toInt8(1), 'pending', 'sale', ['EUR', 'USD'][h % 2 + 1],
+		toInt64(1000 + h % 50000), toInt64(100 + h % 5000), toDateTime('{from}', 'UTC') + (h % 2592000) + (intDiv(h, 3) % 7200),
+		'co_bench', concat('prg_', toString(prg)), concat('co_aff_', toString(aff)),
+		concat('lnk_', toString(aff), '_', toString(prg)), concat('clk_', toString(number)), '', now()
+	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
+	      FROM numbers(` + fmt.Sprint(benchConversions) + `))`
+	for _, q := range []string{clicks, conversions} {
+		q = strings.NewReplacer("{db}", db, "{from}", from.Format(time.DateTime)).Replace(q)
+		if err := conn.Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("inserted %d clicks and %d conversions in %s", benchClicks, benchConversions, time.Since(start).Round(time.Second))
+
+	settings, err := fraud.Apply(fraud.Defaults(), map[string]fraud.Change{
+		fraud.ConversionTooFast: {Action: ptr(fraud.ActionHold), Params: map[string]any{"min_seconds": int64(60)}},
+		fraud.ConversionTooSlow: {Enabled: ptr(true), Params: map[string]any{"max_seconds": int64(3600)}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bt := fraudreview.Backtest{Conn: conn, Database: db}
+	// The 30 days and the 2 hours after, where the last clicks' conversions fall.
+	req := fraudreview.BacktestRequest{Settings: settings, From: from, To: from.AddDate(0, 0, 31)}
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := bt.Run(ctx, "co_bench", req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Evaluated.Conversions != benchConversions || res.Held.Conversions == 0 || res.Flagged.Conversions == 0 {
+			b.Fatalf("evaluated %d conversions, held %d, flagged %d", res.Evaluated.Conversions, res.Held.Conversions, res.Flagged.Conversions)
+		}
+	}
+	per := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(per, "s/backtest")
+	b.ReportMetric(benchConversions/per, "conversions/s")
+}
