@@ -24,6 +24,9 @@ type stored struct {
 	clickID                          string
 	clicked                          time.Time // zero: no click (a coupon's conversion)
 	version                          uint64
+	hosting                          bool
+	// extra clicks of the same link and address, 10 s apart before the click
+	extra int
 }
 
 // store writes clicks (click_index follows by its view) and conversion changes (conversions
@@ -32,7 +35,7 @@ func store(t *testing.T, conn driver.Conn, db, advertiser string, list []stored)
 	t.Helper()
 	ctx := context.Background()
 	clicks, err := conn.PrepareBatch(ctx, "INSERT INTO "+db+`.clicks (click_id, occurred_at, link_id, program_id, affiliate_id,
-		advertiser_id, country, hosting, kafka_partition, kafka_offset)`)
+		advertiser_id, country, hosting, ip, kafka_partition, kafka_offset)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,8 +46,19 @@ func store(t *testing.T, conn driver.Conn, db, advertiser string, list []stored)
 	}
 	for i, s := range list {
 		if s.clickID != "" {
-			if err := clicks.Append(s.clickID, s.clicked, "lnk_x", s.program, s.affiliate, advertiser, "ES", uint8(0), int32(0), int64(i)); err != nil {
+			var hosting uint8
+			if s.hosting {
+				hosting = 1
+			}
+			ip := fmt.Sprintf("10.0.%d.%d", i/250, i%250)
+			if err := clicks.Append(s.clickID, s.clicked, "lnk_x", s.program, s.affiliate, advertiser, "ES", hosting, ip, int32(0), int64(i)); err != nil {
 				t.Fatal(err)
+			}
+			for j := range s.extra {
+				if err := clicks.Append(fmt.Sprintf("%s_%d", s.clickID, j), s.clicked.Add(-time.Duration(j+1)*10*time.Second), "lnk_x",
+					s.program, s.affiliate, advertiser, "ES", uint8(0), ip, int32(0), int64(i)); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		if err := changes.Append(s.id, s.version, int8(1), "pending", "sale", s.currency, s.amount, s.commission, s.occurred, advertiser,
@@ -79,6 +93,8 @@ func TestABacktestMatchesAReferenceAndAShadowRuleActsOnNothing(t *testing.T) {
 			s.clickID = fmt.Sprintf("clk_%04d", i)
 			// From 0 s to 2 hours: both sides of both windows.
 			s.clicked = s.occurred.Add(-time.Duration(rng.Int64N(7200)) * time.Second)
+			s.hosting = i%5 == 0
+			s.extra = []int{0, 1, 2, 3}[rng.IntN(4)]
 		}
 		list = append(list, s)
 	}
@@ -94,6 +110,9 @@ func TestABacktestMatchesAReferenceAndAShadowRuleActsOnNothing(t *testing.T) {
 	settings, err := fraud.Apply(fraud.Defaults(), map[string]fraud.Change{
 		fraud.ConversionTooFast: {Action: ptr(fraud.ActionHold), Params: map[string]any{"min_seconds": int64(60)}},
 		fraud.ConversionTooSlow: {Enabled: ptr(true), Params: map[string]any{"max_seconds": int64(3600)}},
+		fraud.HostingNetwork:    {Enabled: ptr(true), Action: ptr(fraud.ActionHold)},
+		// More than 3 clicks in 25 s: the click and at least its 2 extra ones before it.
+		fraud.ClickVelocity: {Enabled: ptr(true), Params: map[string]any{"max_clicks": int64(2), "window_seconds": int64(25)}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +136,7 @@ func TestABacktestMatchesAReferenceAndAShadowRuleActsOnNothing(t *testing.T) {
 		s.sale[c.currency] += c.amount
 		s.commission[c.currency] += c.commission
 	}
-	var evaluated, held, flagged, fast, slow sums
+	var evaluated, held, flagged, fast, slow, hosting, velocity sums
 	perPartner := map[string]int64{}
 	latest := map[string]stored{}
 	for _, c := range list {
@@ -132,13 +151,20 @@ func TestABacktestMatchesAReferenceAndAShadowRuleActsOnNothing(t *testing.T) {
 			continue
 		}
 		elapsed := c.occurred.Sub(c.clicked) / time.Second
+		isFast, isSlow, isVelocity := elapsed < 60, elapsed > 3600, c.extra >= 2
+		for _, r := range []struct {
+			fired bool
+			s     *sums
+		}{{isFast, &fast}, {isSlow, &slow}, {c.hosting, &hosting}, {isVelocity, &velocity}} {
+			if r.fired {
+				add(r.s, c)
+			}
+		}
 		switch {
-		case elapsed < 60:
-			add(&fast, c)
+		case isFast || c.hosting:
 			add(&held, c)
 			perPartner[c.affiliate]++
-		case elapsed > 3600:
-			add(&slow, c)
+		case isSlow || isVelocity:
 			add(&flagged, c)
 			perPartner[c.affiliate]++
 		}
@@ -157,7 +183,7 @@ func TestABacktestMatchesAReferenceAndAShadowRuleActsOnNothing(t *testing.T) {
 			}
 		}
 	}
-	if fast.n == 0 || slow.n == 0 || evaluated.n == int64(len(latest)) {
+	if fast.n == 0 || slow.n == 0 || hosting.n == 0 || velocity.n == 0 || evaluated.n == int64(len(latest)) {
 		t.Fatalf("the data does not exercise the rules: %d fast, %d slow, %d of %d in the period", fast.n, slow.n, evaluated.n, len(latest))
 	}
 	check("evaluated", got.Evaluated, evaluated)
@@ -169,6 +195,10 @@ func TestABacktestMatchesAReferenceAndAShadowRuleActsOnNothing(t *testing.T) {
 			check("conversion_too_fast", r.Fired, fast)
 		case fraud.ConversionTooSlow:
 			check("conversion_too_slow", r.Fired, slow)
+		case fraud.HostingNetwork:
+			check("hosting_network", r.Fired, hosting)
+		case fraud.ClickVelocity:
+			check("click_velocity", r.Fired, velocity)
 		default:
 			if r.Fired.Conversions != 0 {
 				t.Errorf("%s fired %d times", r.Code, r.Fired.Conversions)
@@ -190,7 +220,8 @@ func TestABacktestMatchesAReferenceAndAShadowRuleActsOnNothing(t *testing.T) {
 
 	// The same rules in shadow: each fires as often, and nothing is held or flagged.
 	shadow, err := fraud.Apply(settings, map[string]fraud.Change{
-		fraud.ConversionTooFast: {Shadow: ptr(true)}, fraud.ConversionTooSlow: {Shadow: ptr(true)}})
+		fraud.ConversionTooFast: {Shadow: ptr(true)}, fraud.ConversionTooSlow: {Shadow: ptr(true)},
+		fraud.HostingNetwork: {Shadow: ptr(true)}, fraud.ClickVelocity: {Shadow: ptr(true)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,9 +231,15 @@ func TestABacktestMatchesAReferenceAndAShadowRuleActsOnNothing(t *testing.T) {
 	}
 	check("held in shadow", sh.Held, sums{})
 	check("flagged in shadow", sh.Flagged, sums{})
-	if sh.Rules[0].Fired.Conversions != fast.n || sh.Rules[1].Fired.Conversions != slow.n || sh.Shadow.Conversions != fast.n+slow.n ||
-		len(sh.TopPartners) != 0 {
-		t.Errorf("in shadow: rules %+v, shadow %d, partners %+v", sh.Rules[:2], sh.Shadow.Conversions, sh.TopPartners)
+	for _, r := range sh.Rules {
+		for i, x := range got.Rules {
+			if x.Code == r.Code && r.Fired.Conversions != got.Rules[i].Fired.Conversions {
+				t.Errorf("%s in shadow fired %d times, acting %d", r.Code, r.Fired.Conversions, got.Rules[i].Fired.Conversions)
+			}
+		}
+	}
+	if sh.Shadow.Conversions != held.n+flagged.n || len(sh.TopPartners) != 0 {
+		t.Errorf("in shadow: %d conversions with shadow findings (want %d), partners %+v", sh.Shadow.Conversions, held.n+flagged.n, sh.TopPartners)
 	}
 }
 
