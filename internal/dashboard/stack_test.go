@@ -21,6 +21,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/dashboard"
 	"github.com/partnerstream/partnerstream/internal/delivery"
+	"github.com/partnerstream/partnerstream/internal/fraud"
+	"github.com/partnerstream/partnerstream/internal/fraudreview"
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/idempotency"
@@ -62,6 +64,7 @@ type stack struct {
 	ids   *identity.Store
 	prg   *programs.Service
 	lks   *links.Service
+	rules *fraud.Service
 
 	google, linkedin *testenv.Provider
 }
@@ -185,6 +188,10 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountStats(st)
 	srv.MountExports(cnv, st)
 	srv.MountRates(rates.New(db, nil), httpapi.RatesOptions{})
+	s.rules = fraud.New(db, nil)
+	srv.MountFraud(s.rules)
+	srv.MountFraudReview(httpapi.FraudReview{Queue: fraudreview.Queue{Conversions: cnv, Clicks: fraudreview.ClickHouseClicks{Conn: ch, Database: chDB}},
+		Backtest: fraudreview.Backtest{Conn: ch, Database: chDB}, Rules: s.rules})
 	dashboard.Mount(srv.App(), dashboard.Options{Sessions: sessions, Users: s.ids, OAuthProviders: []string{"google", "linkedin"}, Log: quiet})
 
 	events := kafka.NewProducer(kcfg, kafka.TopicEvents, kafka.ProducerOptions{})
