@@ -73,8 +73,8 @@ type RuleResult struct {
 
 // PartnerResult is one affiliate's conversions the set would have flagged or held.
 type PartnerResult struct {
-	AffiliateID     string
-	Flagged, Held   Tally
+	AffiliateID      string
+	Flagged, Held    Tally
 	CaughtCommission money.Sum // for ordering: held and flagged commissions, every currency
 }
 

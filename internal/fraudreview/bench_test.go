@@ -32,7 +32,8 @@ func BenchmarkBacktest30Days(b *testing.B) {
 		ip, user_agent, country, kafka_partition, kafka_offset)
 	SELECT concat('clk_', toString(number)), toDateTime('{from}', 'UTC') + (h % 2592000),
 		concat('lnk_', toString(aff), '_', toString(prg)), concat('prg_', toString(prg)), concat('co_aff_', toString(aff)),
-		'co_bench', '203.0.113.7', 'Mozilla/5.0', 'ES', toInt32(number % 6), toInt64(number)
+		'co_bench', concat('10.', toString(h % 250), '.', toString(intDiv(h, 250) % 250), '.', toString(intDiv(h, 62500) % 250)),
+		'Mozilla/5.0', ['ES', 'FR', 'DE', 'US'][h % 4 + 1], toInt32(number % 6), toInt64(number)
 	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
 	      FROM numbers(` + fmt.Sprint(benchClicks) + `))`
 	// Conversion n is of click n, (h / 3) % 7200 seconds after it.
@@ -52,27 +53,40 @@ func BenchmarkBacktest30Days(b *testing.B) {
 	}
 	b.Logf("inserted %d clicks and %d conversions in %s", benchClicks, benchConversions, time.Since(start).Round(time.Second))
 
-	settings, err := fraud.Apply(fraud.Defaults(), map[string]fraud.Change{
+	timeRules := map[string]fraud.Change{
 		fraud.ConversionTooFast: {Action: ptr(fraud.ActionHold), Params: map[string]any{"min_seconds": int64(60)}},
 		fraud.ConversionTooSlow: {Enabled: ptr(true), Params: map[string]any{"max_seconds": int64(3600)}},
-	})
-	if err != nil {
-		b.Fatal(err)
+	}
+	// The click-stage rules read the converting clicks' rows, and velocity the clicks of
+	// their links and addresses.
+	clickRules := map[string]fraud.Change{
+		fraud.ConversionTooFast: timeRules[fraud.ConversionTooFast],
+		fraud.HostingNetwork:    {Enabled: ptr(true)},
+		fraud.CountryNotAllowed: {Enabled: ptr(true), Params: map[string]any{"countries": []string{"ES", "FR"}}},
+		fraud.ClickVelocity:     {Enabled: ptr(true)},
+		fraud.BannedReferrer:    {Enabled: ptr(true), Params: map[string]any{"patterns": []string{"*.spam.example"}}},
 	}
 	bt := fraudreview.Backtest{Conn: conn, Database: db}
-	// The 30 days and the 2 hours after, where the last clicks' conversions fall.
-	req := fraudreview.BacktestRequest{Settings: settings, From: from, To: from.AddDate(0, 0, 31)}
-	b.ResetTimer()
-	for b.Loop() {
-		res, err := bt.Run(ctx, "co_bench", req)
+	for name, changes := range map[string]map[string]fraud.Change{"time-rules": timeRules, "click-rules": clickRules} {
+		settings, err := fraud.Apply(fraud.Defaults(), changes)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.Evaluated.Conversions != benchConversions || res.Held.Conversions == 0 || res.Flagged.Conversions == 0 {
-			b.Fatalf("evaluated %d conversions, held %d, flagged %d", res.Evaluated.Conversions, res.Held.Conversions, res.Flagged.Conversions)
-		}
+		// The 30 days and the 2 hours after, where the last clicks' conversions fall.
+		req := fraudreview.BacktestRequest{Settings: settings, From: from, To: from.AddDate(0, 0, 31)}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				res, err := bt.Run(ctx, "co_bench", req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Evaluated.Conversions != benchConversions || res.Held.Conversions == 0 || res.Flagged.Conversions == 0 {
+					b.Fatalf("evaluated %d conversions, held %d, flagged %d", res.Evaluated.Conversions, res.Held.Conversions, res.Flagged.Conversions)
+				}
+			}
+			per := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(per, "s/backtest")
+			b.ReportMetric(benchConversions/per, "conversions/s")
+		})
 	}
-	per := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(per, "s/backtest")
-	b.ReportMetric(benchConversions/per, "conversions/s")
 }

@@ -1,6 +1,7 @@
 import { api } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, clearFieldErrors, clearFlash, flash, h, showError, table } from '../ui.js';
+import { decide, pager, selectColumn } from '../bulk.js';
+import { badge, clearFlash, h, showError, table } from '../ui.js';
 
 const form = document.getElementById('filter-form');
 const container = document.getElementById('queue');
@@ -11,11 +12,9 @@ const count = document.getElementById('selected-count');
 const decideForm = document.getElementById('decide-form');
 // Members read the queue; owners and admins release and reject.
 const canDecide = boot.role !== 'member';
-let rows = [];
-let cursor = '';
 const selected = new Set();
 
-function query() {
+function query(cursor) {
   const q = { state: form.state.value, code: form.code.value, program_id: form.program_id.value,
     affiliate_id: form.affiliate_id.value, from: form.from.value, to: form.to.value, limit: 50, cursor };
   return Object.fromEntries(Object.entries(q).filter(([, v]) => v !== '' && v != null));
@@ -70,45 +69,20 @@ function render() {
     { label: t('review.evidence'), render: evidence },
     { label: t('review.state'), render: (c) => h('div', {}, state(c), ' ', badge(c.commission.status)) },
   ];
-  if (canDecide) {
-    columns.unshift({ label: t('conversions.select'), render: (c) => h('input', { type: 'checkbox',
-      'aria-label': t('conversions.select_one', { order: c.external_id }), checked: selected.has(c.id),
-      onchange: (e) => { e.target.checked ? selected.add(c.id) : selected.delete(c.id); updateSelection(); } }) });
-  }
-  table(container, columns, rows, { caption: t('page.review.title'), empty: t('review.empty') });
-  more.hidden = !cursor;
+  if (canDecide) columns.unshift(selectColumn(selected, updateSelection));
+  table(container, columns, list.rows, { caption: t('page.review.title'), empty: t('review.empty') });
+  more.hidden = !list.cursor;
   updateSelection();
 }
 
-async function load(append = false) {
-  if (!append) { cursor = ''; rows = []; selected.clear(); }
-  try {
-    const page = await api.get('/api/fraud/queue', query());
-    clearFieldErrors(form);
-    rows = rows.concat(page.data);
-    cursor = page.next_cursor;
-    render();
-  } catch (err) {
-    showError(err, form);
-  }
-}
+const list = pager('/api/fraud/queue', query, form, selected, render);
 
 // decideMany releases or rejects the selected commissions, all or nothing.
-async function decideMany(action) {
+function decideMany(action) {
   clearFlash();
   const ids = [...selected];
-  try {
-    await api.post(`/api/conversions/${action}`, { ids });
-    flash(done[action](fmt.number(ids.length)));
-    await load();
-  } catch (err) {
-    const failures = err.problem && err.problem.failures;
-    if (failures) {
-      flash(t('review.bulk_failed', { n: fmt.number(failures.length) }), 'error');
-    } else {
-      showError(err, decideForm);
-    }
-  }
+  return decide(`/api/conversions/${action}`, { ids }, done[action](fmt.number(ids.length)),
+    (n) => t('review.bulk_failed', { n }), decideForm, () => list.load());
 }
 
 // The filters' programs and partners come from the advertiser's partnerships.
@@ -130,10 +104,10 @@ async function fillFilters() {
 decideForm.addEventListener('submit', (e) => e.preventDefault());
 bulkRelease.addEventListener('click', () => decideMany('release'));
 bulkReject.addEventListener('click', () => decideMany('reject'));
-form.addEventListener('submit', (e) => { e.preventDefault(); clearFlash(); load(); });
-more.addEventListener('click', () => load(true));
+form.addEventListener('submit', (e) => { e.preventDefault(); clearFlash(); list.load(); });
+more.addEventListener('click', () => list.load(true));
 decideForm.hidden = !canDecide;
 const params = new URLSearchParams(location.search);
 if (params.get('state')) form.state.value = params.get('state');
 fillFilters();
-load();
+list.load();
