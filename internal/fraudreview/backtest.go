@@ -227,7 +227,8 @@ func (b Backtest) conversions(ctx context.Context, src source) ([]stored, error)
 			SELECT conversion_id, argMax(affiliate_id, vr) AS affiliate_id, argMax(program_id, vr) AS program_id, argMax(type, vr) AS type,
 				argMax(currency, vr) AS currency, argMax(amount, vr) AS amount, argMax(commission, vr) AS commission,
 				argMax(occurred_at, vr) AS occurred_at, argMax(click_id, vr) AS click_id
-			FROM (SELECT *, version * 4294967296 + revision AS vr FROM ` + src.db + `.conversions WHERE ` + src.scope + `)
+			FROM (SELECT conversion_id, affiliate_id, program_id, type, currency, amount, commission, occurred_at, click_id,
+				version * 4294967296 + revision AS vr FROM ` + src.db + `.conversions WHERE ` + src.scope + `)
 			GROUP BY conversion_id
 		) ANY LEFT JOIN (
 			SELECT click_id, any(occurred_at) AS clicked_at, toUInt8(1) AS found FROM ` + src.db + `.click_index
