@@ -35,7 +35,7 @@ func BenchmarkBacktest30Days(b *testing.B) {
 		'co_bench', concat('10.', toString(h % 250), '.', toString(intDiv(h, 250) % 250), '.', toString(intDiv(h, 62500) % 250)),
 		'Mozilla/5.0', ['ES', 'FR', 'DE', 'US'][h % 4 + 1], toInt32(number % 6), toInt64(number)
 	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
-	      FROM numbers(` + fmt.Sprint(benchClicks) + `))`
+	      FROM (SELECT number + {offset} AS number FROM numbers({chunk})))`
 	// Conversion n is of click n, (h / 3) % 7200 seconds after it.
 	conversions := `INSERT INTO {db}.conversion_changes (conversion_id, version, sign, status, type, currency, amount,
 		commission, occurred_at, advertiser_id, program_id, affiliate_id, link_id, click_id, commission_id, ingested_at)
@@ -45,7 +45,13 @@ func BenchmarkBacktest30Days(b *testing.B) {
 		concat('lnk_', toString(aff), '_', toString(prg)), concat('clk_', toString(number)), '', now()
 	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
 	      FROM numbers(` + fmt.Sprint(benchConversions) + `))`
-	for _, q := range []string{clicks, conversions} {
+	// In chunks: one INSERT of all the clicks outlasts the client's read timeout on a busy machine.
+	const chunk = benchClicks / 10
+	var inserts []string
+	for offset := 0; offset < benchClicks; offset += chunk {
+		inserts = append(inserts, strings.NewReplacer("{offset}", fmt.Sprint(offset), "{chunk}", fmt.Sprint(chunk)).Replace(clicks))
+	}
+	for _, q := range append(inserts, conversions) {
 		q = strings.NewReplacer("{db}", db, "{from}", from.Format(time.DateTime)).Replace(q)
 		if err := conn.Exec(ctx, q); err != nil {
 			b.Fatal(err)
