@@ -18,19 +18,18 @@ type ClickReader interface {
 	Clicks(ctx context.Context, keys []fraud.ClickKey) (map[string]fraud.Click, error)
 }
 
-// DefaultClickTimeout bounds the read of a conversion's click at registration: a click
-// ClickHouse does not give by then is decided by the late-click loop instead, so a slow
-// ClickHouse never slows registration by more.
-const DefaultClickTimeout = 50 * time.Millisecond
+// clickReadTimeout bounds one read of a batch's clicks: a ClickHouse that does not answer
+// by then is tried again at the next pass.
+const clickReadTimeout = 10 * time.Second
 
-// MaxClickWait is how long the late-click loop waits for a conversion's click: ingest lags a
-// second or so, and a click still missing after this (a ClickHouse that lost it, raw clicks
-// past their retention) is given up, and its rules do not run.
+// MaxClickWait is how long DecideClicks waits for a conversion's click: ingest lags a second
+// or so, and a click still missing after this (a ClickHouse that lost it, an ingest down for
+// longer) is given up, and the click rules do not run on its conversion.
 const MaxClickWait = time.Hour
 
-// lateClickBatch is how many waiting conversions one pass of the loop reads the clicks of,
-// in one ClickHouse query.
-const lateClickBatch = 500
+// clickBatch is how many waiting conversions one pass reads the clicks of, in one ClickHouse
+// query (and one more for click_velocity).
+const clickBatch = 500
 
 // keyOf is the ClickHouse key of a conversion's click, with the program's velocity window.
 func keyOf(advertiserID, programID, clickID string, at time.Time, rules fraud.Settings) fraud.ClickKey {
@@ -41,35 +40,20 @@ func keyOf(advertiserID, programID, clickID string, at time.Time, rules fraud.Se
 	return k
 }
 
-// readClick reads the conversion's click, the first touch that is one, within the click
-// timeout; ok is false when there is none, no reader, or ClickHouse did not give it in time.
-func (s *Service) readClick(ctx context.Context, advertiserID string, cands []touch, rules fraud.Settings) (fraud.Click, bool) {
-	if s.clicks == nil || len(cands) == 0 || cands[0].kind != AttributionClick {
-		return fraud.Click{}, false
-	}
-	k := cands[0].click
-	ctx, cancel := context.WithTimeout(ctx, s.clickTTL)
-	defer cancel()
-	found, err := s.clicks.Clicks(ctx, []fraud.ClickKey{keyOf(advertiserID, k.ProgramID, k.ID, k.OccurredAt, rules)})
-	if err != nil {
-		return fraud.Click{}, false
-	}
-	click, ok := found[k.ID]
-	return click, ok
-}
-
 // factsOf are the conversion's facts the custom rule reads.
 func factsOf(c Conversion) fraud.Conversion {
 	return fraud.Conversion{ProgramID: c.ProgramID, AffiliateID: c.AffiliateID, Type: c.Type, Amount: c.Amount,
 		Currency: c.Currency, OccurredAt: c.OccurredAt}
 }
 
-// DecideLateClicks decides the click-stage rules of conversions registered before ClickHouse
-// had their click: up to one batch of them, oldest first, with one read of ClickHouse. Each
-// whose click is there now gets its click's country and device type and the rules' verdicts
-// (a hold then puts the commission on hold, as AddVerdicts does); one waiting longer than
-// MaxClickWait is given up. It returns how many it settled.
-func (s *Service) DecideLateClicks(ctx context.Context) (int, error) {
+// DecideClicks decides the click-stage rules of conversions registered with a click: up to
+// one batch of those waiting (click_pending), oldest first, with one read of ClickHouse for
+// the batch. Registration never reads ClickHouse: a read per conversion cost more CPU than
+// the rest of registering it (docs/fraud.md, Costs). Each conversion whose click ClickHouse
+// has gets its click's country and device type and the rules' verdicts (a hold then puts
+// the commission on hold, as AddVerdicts does); one waiting longer than MaxClickWait is given
+// up. It returns how many it settled.
+func (s *Service) DecideClicks(ctx context.Context) (int, error) {
 	if s.clicks == nil {
 		return 0, nil
 	}
@@ -77,10 +61,14 @@ func (s *Service) DecideLateClicks(ctx context.Context) (int, error) {
 		id, advertiserID, programID, clickID string
 		clickedAt, createdAt                 time.Time
 		rules                                fraud.Settings
+		exempt                               []string
+		facts                                fraud.Conversion
 	}
 	rows, err := s.db.Query(ctx, `SELECT v.id, v.advertiser_id, v.program_id, v.click_id, v.clicked_at, v.created_at,
-		(SELECT rules FROM fraud_settings WHERE program_id = v.program_id)
-		FROM conversions v WHERE v.click_pending ORDER BY v.created_at LIMIT $1`, lateClickBatch)
+		(SELECT rules FROM fraud_settings WHERE program_id = v.program_id),
+		ARRAY(SELECT code FROM fraud_exemptions WHERE partnership_id = v.partnership_id),
+		v.affiliate_id, v.type, v.amount, v.currency, v.occurred_at
+		FROM conversions v WHERE v.click_pending ORDER BY v.created_at LIMIT $1`, clickBatch)
 	if err != nil {
 		return 0, fmt.Errorf("read conversions awaiting their click: %w", err)
 	}
@@ -88,11 +76,14 @@ func (s *Service) DecideLateClicks(ctx context.Context) (int, error) {
 	var keys []fraud.ClickKey
 	var w waiting
 	var raw []byte
-	if _, err := pgx.ForEachRow(rows, []any{&w.id, &w.advertiserID, &w.programID, &w.clickID, &w.clickedAt, &w.createdAt, &raw}, func() error {
+	f := &w.facts
+	if _, err := pgx.ForEachRow(rows, []any{&w.id, &w.advertiserID, &w.programID, &w.clickID, &w.clickedAt, &w.createdAt, &raw,
+		&w.exempt, &f.AffiliateID, &f.Type, &f.Amount, &f.Currency, &f.OccurredAt}, func() error {
 		var err error
 		if w.rules, err = fraud.ParseStored(raw); err != nil {
 			return err
 		}
+		f.ProgramID, f.OccurredAt = w.programID, f.OccurredAt.UTC()
 		list = append(list, w)
 		keys = append(keys, keyOf(w.advertiserID, w.programID, w.clickID, w.clickedAt, w.rules))
 		return nil
@@ -102,37 +93,51 @@ func (s *Service) DecideLateClicks(ctx context.Context) (int, error) {
 	if len(list) == 0 {
 		return 0, nil
 	}
-	found, err := s.clicks.Clicks(ctx, keys)
+	readCtx, cancel := context.WithTimeout(ctx, clickReadTimeout)
+	found, err := s.clicks.Clicks(readCtx, keys)
+	cancel()
 	if err != nil {
 		return 0, err
 	}
+	// Most conversions fire no rule: they are settled in one statement; a conversion a rule
+	// fires on is settled in a transaction of its own (its verdicts, maybe a hold and its event).
+	var quiet, countries, devices []string
 	settled := 0
 	for _, w := range list {
 		click, ok := found[w.clickID]
-		if !ok && s.now().Sub(w.createdAt) < MaxClickWait {
+		switch {
+		case !ok && s.now().Sub(w.createdAt) < MaxClickWait:
 			continue
-		}
-		if err := s.settleClick(ctx, w.id, click, ok, w.rules); err != nil {
-			return settled, err
+		case !ok:
+			quiet, countries, devices = append(quiet, w.id), append(countries, ""), append(devices, "")
+		case len(fraud.DecideClick(w.rules, w.exempt, click, w.facts, s.now())) == 0:
+			quiet, countries, devices = append(quiet, w.id), append(countries, click.Country), append(devices, click.DeviceType)
+		default:
+			if err := s.settleClick(ctx, w.id, click, w.rules); err != nil {
+				return settled, err
+			}
 		}
 		settled++
+	}
+	if len(quiet) > 0 {
+		if _, err := s.db.Exec(ctx, `UPDATE conversions v SET click_pending = false, click_country = NULLIF(u.country, ''),
+			click_device_type = NULLIF(u.device, '') FROM unnest($1::text[], $2::text[], $3::text[]) u (id, country, device)
+			WHERE v.id = u.id AND v.click_pending`, quiet, countries, devices); err != nil {
+			return settled - len(quiet), fmt.Errorf("store the clicks of conversions: %w", err)
+		}
 	}
 	return settled, nil
 }
 
-// settleClick records a waiting conversion's click (known false: given up) and the click
-// rules' verdicts, in one transaction.
-func (s *Service) settleClick(ctx context.Context, conversionID string, click fraud.Click, known bool, rules fraud.Settings) error {
+// settleClick records a waiting conversion's click and the click rules' verdicts, in one
+// transaction, deciding again under the lock (the exemptions may have changed).
+func (s *Service) settleClick(ctx context.Context, conversionID string, click fraud.Click, rules fraud.Settings) error {
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		locked, err := lock(ctx, tx, `v.id = $1 AND v.click_pending`, conversionID)
 		if err != nil || len(locked) == 0 {
 			return err // another replica settled it
 		}
 		c := locked[0]
-		if !known {
-			_, err := tx.Exec(ctx, `UPDATE conversions SET click_pending = false WHERE id = $1`, c.ID)
-			return err
-		}
 		var exempt []string
 		if c.PartnershipID != "" {
 			rows, err := tx.Query(ctx, `SELECT code FROM fraud_exemptions WHERE partnership_id = $1`, c.PartnershipID)
@@ -157,19 +162,19 @@ func (s *Service) settleClick(ctx context.Context, conversionID string, click fr
 	return nil
 }
 
-// LateClicks runs DecideLateClicks every second until ctx ends (in every api replica: two
-// that read the same conversion settle it once, under its row lock).
-type LateClicks struct {
+// ClickRules runs DecideClicks every second until ctx ends, in every api replica: two that
+// read the same conversion settle it once, under its row lock.
+type ClickRules struct {
 	Service *Service
 	Log     *slog.Logger
 }
 
 // Run decides until ctx is done.
-func (l LateClicks) Run(ctx context.Context) {
-	run.Every(ctx, time.Second, l.Log, "decide conversions' late clicks", func(ctx context.Context) error {
+func (l ClickRules) Run(ctx context.Context) {
+	run.Every(ctx, time.Second, l.Log, "decide the click rules", func(ctx context.Context) error {
 		for {
-			n, err := l.Service.DecideLateClicks(ctx)
-			if err != nil || n < lateClickBatch {
+			n, err := l.Service.DecideClicks(ctx)
+			if err != nil || n < clickBatch {
 				return err
 			}
 		}

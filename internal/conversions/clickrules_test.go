@@ -32,8 +32,7 @@ func newCHEnv(t *testing.T) *chEnv {
 	t.Helper()
 	e := newEnv(t)
 	_, db, conn := chtest.Migrated(t)
-	e.svc = conversions.New(e.db, conversions.Options{Now: e.clock.Now, ClickIDs: e.keys, Clicks: fraud.NewClickStore(conn, db),
-		ClickTimeout: 2 * time.Second})
+	e.svc = conversions.New(e.db, conversions.Options{Now: e.clock.Now, ClickIDs: e.keys, Clicks: fraud.NewClickStore(conn, db)})
 	return &chEnv{env: e, ch: conn, chdb: db}
 }
 
@@ -48,10 +47,18 @@ func (e *chEnv) store(t *testing.T, program, affiliate, id string, r clickRow) {
 	if r.hosting {
 		hosting = 1
 	}
-	if err := e.ch.Exec(context.Background(), `INSERT INTO `+e.chdb+`.clicks (click_id, visitor, occurred_at, link_id, program_id,
-		affiliate_id, advertiser_id, ip, country, asn, hosting, device_type, referrer_domain, paid_ads)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, r.visitor, c.At.Truncate(time.Second), c.LinkID, program, affiliate, e.adv,
+	ctx := context.Background()
+	batch, err := e.ch.PrepareBatch(ctx, `INSERT INTO `+e.chdb+`.clicks (click_id, visitor, occurred_at, link_id, program_id,
+		affiliate_id, advertiser_id, ip, country, asn, hosting, device_type, referrer_domain, paid_ads)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = batch.Close() }()
+	if err := batch.Append(id, r.visitor, c.At.Truncate(time.Second), c.LinkID, program, affiliate, e.adv,
 		r.ip, r.country, r.asn, hosting, r.device, r.referrer, r.paidAds); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Send(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -66,9 +73,18 @@ func (e *chEnv) registerClick(t *testing.T, program, id, externalID string) conv
 	return c
 }
 
-// Each click-stage rule fires at registration when ClickHouse has the click, and not on the
-// other side of its boundary; the click's country and device type go with the conversion.
-func TestEachClickRuleFiresAtRegistration(t *testing.T) {
+// decide runs one pass of the click loop and wants it to settle n conversions.
+func (e *chEnv) decide(t *testing.T, n int) {
+	t.Helper()
+	if got, err := e.svc.DecideClicks(context.Background()); err != nil || got != n {
+		t.Fatalf("DecideClicks settled %d, want %d: %v", got, n, err)
+	}
+}
+
+// Each click-stage rule fires once the click loop reads the click from ClickHouse, and not on
+// the other side of its boundary; the click's country and device type go with the conversion
+// and every event after.
+func TestEachClickRuleFiresOnceTheClickIsKnown(t *testing.T) {
 	e := newCHEnv(t)
 	program, _ := e.programWithRules(t, map[string]fraud.Change{
 		fraud.HostingNetwork:    {Action: ptr(fraud.ActionHold)},
@@ -108,7 +124,12 @@ func TestEachClickRuleFiresAtRegistration(t *testing.T) {
 			for _, d := range c.earlier {
 				e.store(t, program, e.aff, e.click(t, program, e.aff, at.Add(-d)), clickRow{ip: c.row.ip})
 			}
-			got := e.registerClick(t, program, id, "click-rule-"+string(rune('a'+i)))
+			registered := e.registerClick(t, program, id, "click-rule-"+string(rune('a'+i)))
+			if registered.Country != "" || len(registered.Commission.Findings) != 0 {
+				t.Fatalf("registration decided the click: %+v", registered)
+			}
+			e.decide(t, 1)
+			got := e.get(t, registered.ID)
 			acting, _ := codes(got)
 			if !slices.Equal(acting, c.want) || (got.Commission.HeldAt != nil) != c.held {
 				t.Fatalf("fired %v (held %v), want %v (held %v)", acting, got.Commission.HeldAt != nil, c.want, c.held)
@@ -116,40 +137,40 @@ func TestEachClickRuleFiresAtRegistration(t *testing.T) {
 			if got.Country != c.row.country || got.DeviceType != c.row.device {
 				t.Errorf("country %q device %q, want %q %q", got.Country, got.DeviceType, c.row.country, c.row.device)
 			}
-			if read := e.get(t, got.ID); read.Country != c.row.country || !slices.Equal(codesOf(read), codesOf(got)) {
-				t.Errorf("read back %q %v", read.Country, codesOf(read))
-			}
-			evs := e.outboxFor(t, got.ID)
-			for _, ev := range evs {
-				if ev.data.Country != c.row.country || ev.data.DeviceType != c.row.device || !slices.Equal(ev.data.Risk.ReasonCodes(), c.want) {
-					t.Errorf("%s carries %q %q %v", ev.envelope.Type, ev.data.Country, ev.data.DeviceType, ev.data.Risk.ReasonCodes())
+			if !c.held {
+				// A later decision's events carry the click's country and device, and the flags.
+				if _, err := e.svc.ChangeStatus(context.Background(), e.adv, got.ID, conversions.Rejected, ""); err != nil {
+					t.Fatal(err)
 				}
 			}
-			if c.held && evs[len(evs)-1].envelope.Type != events.CommissionHeld {
-				t.Errorf("last event %s", evs[len(evs)-1].envelope.Type)
+			evs := e.outboxFor(t, got.ID)
+			if evs[0].data.Country != "" || evs[0].envelope.Type != events.ConversionCreated {
+				t.Errorf("conversion.created knew the click: %+v", evs[0].data)
+			}
+			last := evs[len(evs)-1]
+			if want := map[bool]string{true: events.CommissionHeld, false: events.CommissionStatusChanged}[c.held]; last.envelope.Type != want {
+				t.Errorf("last event %s, want %s", last.envelope.Type, want)
+			}
+			if last.data.Country != c.row.country || last.data.DeviceType != c.row.device || !slices.Equal(last.data.Risk.ReasonCodes(), c.want) {
+				t.Errorf("%s carries %q %q %v", last.envelope.Type, last.data.Country, last.data.DeviceType, last.data.Risk.ReasonCodes())
 			}
 		})
 	}
 }
 
-// A conversion whose click ClickHouse does not have yet is registered at once and decided by
-// the late-click loop when the click arrives: its hold and its country come then.
+// A conversion whose click ClickHouse does not have yet waits for it: the click loop decides
+// it when the click arrives, and its hold and its country come then.
 func TestAClickThatArrivesLateIsDecidedThen(t *testing.T) {
 	e := newCHEnv(t)
-	ctx := context.Background()
 	program, _ := e.programWithRules(t, map[string]fraud.Change{fraud.HostingNetwork: {Action: ptr(fraud.ActionHold)}})
 	id := e.click(t, program, e.aff, e.clock.Now().Add(-time.Minute))
 	c := e.registerClick(t, program, id, "late-1")
 	if c.Country != "" || c.Commission.HeldAt != nil || len(c.Commission.Findings) != 0 {
 		t.Fatalf("registered with %q %+v", c.Country, c.Commission)
 	}
-	if n, err := e.svc.DecideLateClicks(ctx); err != nil || n != 0 {
-		t.Fatalf("settled %d before the click arrived: %v", n, err)
-	}
+	e.decide(t, 0)
 	e.store(t, program, e.aff, id, clickRow{country: "NL", device: "mobile", hosting: true, asn: 14061})
-	if n, err := e.svc.DecideLateClicks(ctx); err != nil || n != 1 {
-		t.Fatalf("settled %d: %v", n, err)
-	}
+	e.decide(t, 1)
 	got := e.get(t, c.ID)
 	if got.Country != "NL" || got.DeviceType != "mobile" || got.Commission.HeldAt == nil || !slices.Equal(codesOf(got), []string{fraud.HostingNetwork}) ||
 		got.Commission.Findings[0].Observed != "AS14061" || got.Commission.Findings[0].Stage != fraud.StageClick {
@@ -162,20 +183,14 @@ func TestAClickThatArrivesLateIsDecidedThen(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 	// Settled once: the next pass finds nothing to do.
-	if n, err := e.svc.DecideLateClicks(ctx); err != nil || n != 0 {
-		t.Fatalf("settled %d again: %v", n, err)
-	}
+	e.decide(t, 0)
 
 	// A click that never comes is given up after MaxClickWait, with nothing decided.
 	never := e.registerClick(t, program, e.click(t, program, e.aff, e.clock.Now().Add(-time.Minute)), "late-2")
 	e.clock.Advance(conversions.MaxClickWait - time.Second)
-	if n, _ := e.svc.DecideLateClicks(ctx); n != 0 {
-		t.Fatalf("gave up %d too early", n)
-	}
+	e.decide(t, 0)
 	e.clock.Advance(2 * time.Second)
-	if n, err := e.svc.DecideLateClicks(ctx); err != nil || n != 1 {
-		t.Fatalf("gave up %d: %v", n, err)
-	}
+	e.decide(t, 1)
 	if got := e.get(t, never.ID); got.Country != "" || len(got.Commission.Findings) != 0 ||
 		e.count(t, `SELECT count(*) FROM conversions WHERE click_pending`) != 0 {
 		t.Fatalf("given up: %+v", got)
@@ -196,12 +211,17 @@ func TestAShadowClickRuleChangesNothing(t *testing.T) {
 	id := e.click(t, program, e.aff, e.clock.Now().Add(-time.Hour))
 	e.store(t, program, e.aff, id, clickRow{country: "US", device: "desktop", hosting: true, asn: 16509, paidAds: "msclkid"})
 	c := e.registerClick(t, program, id, "shadow-1")
+	e.decide(t, 1)
+	c = e.get(t, c.ID)
 	acting, shadow := codes(c)
 	if c.Commission.HeldAt != nil || len(acting) != 0 || !slices.Equal(shadow, []string{fraud.HostingNetwork}) {
 		t.Fatalf("acting %v shadow %v held %v", acting, shadow, c.Commission.HeldAt)
 	}
+	if _, err := e.svc.ChangeStatus(context.Background(), e.adv, c.ID, conversions.Approved, ""); err != nil {
+		t.Fatal(err)
+	}
 	for _, ev := range e.outboxFor(t, c.ID) {
-		if ev.data.Risk != nil || ev.data.Country != "US" {
+		if ev.data.Risk != nil || ev.data.Status == conversions.Approved && ev.data.Country != "US" {
 			t.Fatalf("%s carries %+v", ev.envelope.Type, ev.data)
 		}
 	}

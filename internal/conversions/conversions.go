@@ -100,8 +100,8 @@ type Conversion struct {
 	CouponCode  string // the code as the advertiser gave it, when a code won
 	CustomerID  string // the advertiser's id of its customer, when the conversion named one
 
-	// Country and DeviceType of the click that won, as ingest enriched it; empty until the
-	// click is known (read at registration, or later by DecideLateClicks).
+	// Country and DeviceType of the click that won, as ingest enriched it; empty until
+	// DecideClicks read the click.
 	Country, DeviceType string
 }
 
@@ -197,12 +197,10 @@ type Options struct {
 	// Rates finds the exchange rate of a conversion in another currency; nil: the rates
 	// kept in the same Postgres (rates.Service).
 	Rates RateFinder
-	// Clicks reads a conversion's click as ingest stored it, for the click-stage fraud rules
-	// and the click's country and device (fraud.ClickStore); nil reads none, and no rule of
-	// that stage runs.
+	// Clicks reads conversions' clicks as ingest stored them, for the click-stage fraud rules
+	// and the click's country and device (fraud.ClickStore), in DecideClicks; nil reads none,
+	// and no rule of that stage runs.
 	Clicks ClickReader
-	// ClickTimeout bounds the read of the click at registration; DefaultClickTimeout when 0.
-	ClickTimeout time.Duration
 }
 
 // RateFinder finds the rate of base/quote a company keeps that is in force on the day of
@@ -218,7 +216,6 @@ type Service struct {
 	clickIDs clickid.Keys
 	rates    RateFinder
 	clicks   ClickReader
-	clickTTL time.Duration
 	now      func() time.Time
 	skew     time.Duration
 }
@@ -234,13 +231,10 @@ func New(db *pgxpool.Pool, o Options) *Service {
 	if o.Rates == nil {
 		o.Rates = rates.New(db, o.Now)
 	}
-	if o.ClickTimeout <= 0 {
-		o.ClickTimeout = DefaultClickTimeout
-	}
 	// The customer-e-mail hash is keyed like the visitor hash, from the oldest click-id key:
 	// every replica agrees, and adding a signing key changes no hash.
 	return &Service{db: db, emails: fraud.NewHasher(o.ClickIDs.VisitorKey()), clickIDs: o.ClickIDs, rates: o.Rates,
-		clicks: o.Clicks, clickTTL: o.ClickTimeout, now: func() time.Time { return o.Now().UTC() }, skew: o.FutureSkew}
+		clicks: o.Clicks, now: func() time.Time { return o.Now().UTC() }, skew: o.FutureSkew}
 }
 
 // Register records a conversion reported by advertiserID and its pending commission. A
@@ -279,8 +273,6 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 	if err != nil {
 		return Conversion{}, false, err
 	}
-	// Read before the transaction, so that no lock waits for ClickHouse.
-	click, clickRead := s.readClick(ctx, advertiserID, cands, rules)
 	id := ids.New(ids.Conversion)
 	var c Conversion
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
@@ -300,16 +292,9 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		if in.email != nil {
 			emailHash = s.emails.Hash(*in.email)
 		}
-		// The click's facts when it is the click that won; a click not read waits for the
-		// late-click loop.
-		pending := false
-		if c.Attribution == AttributionClick && s.clicks != nil {
-			if clickRead && click.ID == c.ClickID {
-				c.Country, c.DeviceType = click.Country, click.DeviceType
-			} else {
-				pending = true
-			}
-		}
+		// The click-stage rules and the click's country and device wait for the click loop
+		// (DecideClicks): registration never reads ClickHouse.
+		pending := c.Attribution == AttributionClick && s.clicks != nil
 		// The duplicate rules read the conversions before this one in the insert's own
 		// RETURNING (a statement does not see its own row), sparing registration a round
 		// trip. An exact repeat of the order id in this program is a repeat (the first
@@ -346,9 +331,6 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		findings, err := s.decide(ctx, tx, rules, r.exempt, c, in.email, facts, now)
 		if err != nil {
 			return err
-		}
-		if c.Attribution == AttributionClick && clickRead && click.ID == c.ClickID {
-			findings = append(findings, fraud.DecideClick(rules, r.exempt, click, factsOf(c), now)...)
 		}
 		c.Commission.Findings = findings
 		if fraud.Holds(findings) {

@@ -56,11 +56,12 @@ func (s *ClickStore) Clicks(ctx context.Context, keys []ClickKey) (map[string]Cl
 		ids = append(ids, k.ClickID)
 		byID[k.ClickID] = k
 	}
+	var args []any
 	rows, err := s.conn.Query(ctx, `SELECT click_id, link_id, occurred_at, country, asn, hosting, device_type, browser, os,
 		referrer_domain, utm_source, utm_medium, utm_campaign, paid_ads, ip, visitor, advertiser_id, program_id
 		FROM `+s.db+`.clicks
-		WHERE advertiser_id IN (?) AND program_id IN (?) AND toDate(occurred_at) IN (?) AND click_id IN (?)`,
-		advertisers, programs, days, ids)
+		WHERE advertiser_id IN `+in(&args, advertisers)+` AND program_id IN `+in(&args, programs)+`
+		AND toDate(occurred_at) IN `+in(&args, days)+` AND click_id IN `+in(&args, ids), args...)
 	if err != nil {
 		return nil, fmt.Errorf("read clicks: %w", err)
 	}
@@ -122,10 +123,13 @@ func (s *ClickStore) velocity(ctx context.Context, keys map[string]ClickKey, fou
 	if len(links) == 0 {
 		return nil
 	}
-	rows, err := s.conn.Query(ctx, `SELECT DISTINCT click_id, link_id, ip, visitor, occurred_at FROM `+s.db+`.clicks
-		WHERE advertiser_id IN (?) AND program_id IN (?) AND toDate(occurred_at) >= toDate(?) AND toDate(occurred_at) <= toDate(?)
-		AND occurred_at >= ? AND occurred_at <= ? AND link_id IN (?) AND (ip IN (?) OR visitor IN (?))`,
-		advertisers, programs, from, to, from, to, links, ips, visitors)
+	var args []any
+	query := `SELECT DISTINCT click_id, link_id, ip, visitor, occurred_at FROM ` + s.db + `.clicks
+		WHERE advertiser_id IN ` + in(&args, advertisers) + ` AND program_id IN ` + in(&args, programs) + `
+		AND toDate(occurred_at) >= toDate(?) AND toDate(occurred_at) <= toDate(?) AND occurred_at >= ? AND occurred_at <= ?`
+	args = append(args, from, to, from, to)
+	query += ` AND link_id IN ` + in(&args, links) + ` AND (ip IN ` + in(&args, ips) + ` OR visitor IN ` + in(&args, visitors) + `)`
+	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("count click velocity: %w", err)
 	}
@@ -163,4 +167,15 @@ func (s *ClickStore) velocity(ctx context.Context, keys map[string]ClickKey, fou
 		found[id] = k
 	}
 	return nil
+}
+
+// in is an IN list of a placeholder per value, whose values it appends to args: the driver
+// binds a slice as an array, which IN does not take.
+func in(args *[]any, values []string) string {
+	marks := make([]string, len(values))
+	for i, v := range values {
+		marks[i] = "?"
+		*args = append(*args, v)
+	}
+	return "(" + strings.Join(marks, ", ") + ")"
 }

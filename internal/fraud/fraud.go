@@ -15,6 +15,7 @@ package fraud
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -361,35 +362,20 @@ func setParam(s *Setting, r Rule, name string, v any) error {
 			s.Seconds = map[string]int64{}
 		}
 		s.Seconds[name] = n
-	case kindDomains:
+	case kindDomains, kindCountries, kindPatterns, kindClickIDs:
+		noun := "strings"
+		if p.Kind == kindDomains {
+			noun = "domains"
+		}
 		list, ok := v.([]string)
 		if !ok {
-			return errors.New("must be a list of domains")
+			return errors.New("must be a list of " + noun)
 		}
 		if len(list) > p.MaxItems {
-			return fmt.Errorf("must hold at most %d domains, has %d", p.MaxItems, len(list))
-		}
-		clean := make([]string, 0, len(list))
-		for _, d := range list {
-			d = strings.ToLower(strings.TrimSpace(d))
-			if !validDomain(d) {
-				return fmt.Errorf("%q is not a domain name", d)
+			if p.Kind != kindDomains {
+				noun = "entries"
 			}
-			if !slices.Contains(clean, d) {
-				clean = append(clean, d)
-			}
-		}
-		if s.Domains == nil {
-			s.Domains = map[string][]string{}
-		}
-		s.Domains[name] = clean
-	case kindCountries, kindPatterns, kindClickIDs:
-		list, ok := v.([]string)
-		if !ok {
-			return errors.New("must be a list of strings")
-		}
-		if len(list) > p.MaxItems {
-			return fmt.Errorf("must hold at most %d entries, has %d", p.MaxItems, len(list))
+			return fmt.Errorf("must hold at most %d %s, has %d", p.MaxItems, noun, len(list))
 		}
 		clean := make([]string, 0, len(list))
 		for _, e := range list {
@@ -401,10 +387,14 @@ func setParam(s *Setting, r Rule, name string, v any) error {
 				clean = append(clean, e)
 			}
 		}
-		if s.Lists == nil {
-			s.Lists = map[string][]string{}
+		lists := &s.Lists
+		if p.Kind == kindDomains {
+			lists = &s.Domains
 		}
-		s.Lists[name] = clean
+		if *lists == nil {
+			*lists = map[string][]string{}
+		}
+		(*lists)[name] = clean
 	case kindExpression:
 		expr, ok := v.(string)
 		if !ok {
@@ -425,6 +415,11 @@ func setParam(s *Setting, r Rule, name string, v any) error {
 func listEntry(kind, e string) (string, error) {
 	e = strings.TrimSpace(e)
 	switch kind {
+	case kindDomains:
+		e = strings.ToLower(e)
+		if !validDomain(e) {
+			return "", fmt.Errorf("%q is not a domain name", e)
+		}
 	case kindCountries:
 		e = strings.ToUpper(e)
 		if len(e) != 2 || e[0] < 'A' || e[0] > 'Z' || e[1] < 'A' || e[1] > 'Z' {
@@ -452,25 +447,19 @@ func (s Setting) clone() Setting {
 			c.Seconds[k] = v
 		}
 	}
-	if s.Domains != nil {
-		c.Domains = make(map[string][]string, len(s.Domains))
-		for k, v := range s.Domains {
-			c.Domains[k] = slices.Clone(v)
-		}
-	}
-	if s.Lists != nil {
-		c.Lists = make(map[string][]string, len(s.Lists))
-		for k, v := range s.Lists {
-			c.Lists[k] = slices.Clone(v)
-		}
-	}
-	if s.Text != nil {
-		c.Text = make(map[string]string, len(s.Text))
-		for k, v := range s.Text {
-			c.Text[k] = v
-		}
-	}
+	c.Domains, c.Lists, c.Text = cloneLists(s.Domains), cloneLists(s.Lists), maps.Clone(s.Text)
 	return c
+}
+
+func cloneLists(m map[string][]string) map[string][]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string][]string, len(m))
+	for k, v := range m {
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 // validDomain accepts a lower-case host name of labels of letters, digits and '-', with a dot.

@@ -57,8 +57,11 @@ func BenchmarkRegisterConversion(b *testing.B) {
 			self, pg, ch := per(procstat.Self()-self0), per(postgresCPU()-pg0), per(chtest.ServerCPU()-ch0)
 			rates[side.name] = append(rates[side.name], float64(len(clicks))/elapsed.Seconds())
 			cpu[side.name] = append(cpu[side.name], self+pg)
-			b.Logf("round %d, %s conversions: %.0f/s; CPU µs per conversion %.0f (clients and api %.0f, Postgres %.0f); ClickHouse (the clicks read for the fraud rules) %.0f more",
+			b.Logf("round %d, %s conversions: %.0f/s; CPU µs per conversion %.0f (clients and api %.0f, Postgres %.0f; ClickHouse %.0f more)",
 				round+1, side.name, rates[side.name][round], self+pg, self, pg, ch)
+			if side.name == "new" {
+				f.decideClicks(b, len(clicks))
+			}
 		}
 	}
 	b.StopTimer()
@@ -80,6 +83,31 @@ func BenchmarkRegisterConversion(b *testing.B) {
 	b.ReportMetric(median(cpu["repeat"]), "cpu-µs/repeat")
 	b.Logf("median of %d rounds of %d: %.0f conversions/s (%.0f CPU µs each), repeats %.0f/s (%.0f µs): %.2fx; Postgres grew %.0f bytes per conversion",
 		benchRounds, benchConversions, created, median(cpu["new"]), repeated, median(cpu["repeat"]), created/repeated, perConversion)
+}
+
+// decideClicks runs the api's click loop (conversions.ClickRules) over the n conversions just
+// registered, apart from registering them: its cost per conversion, in the log.
+func (f *conversionsFixture) decideClicks(b *testing.B, n int) {
+	self0, pg0, ch0 := procstat.Self(), postgresCPU(), chtest.ServerCPU()
+	began := time.Now()
+	settled := 0
+	for {
+		k, err := f.svc.DecideClicks(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if k == 0 {
+			break
+		}
+		settled += k
+	}
+	if settled != n {
+		b.Fatalf("the click loop settled %d of %d conversions", settled, n)
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+	b.Logf("  the click loop over them: %.0f/s; CPU µs per conversion %.0f (api %.0f, Postgres %.0f, ClickHouse %.0f)",
+		float64(n)/time.Since(began).Seconds(), per(procstat.Self()-self0)+per(postgresCPU()-pg0)+per(chtest.ServerCPU()-ch0),
+		per(procstat.Self()-self0), per(postgresCPU()-pg0), per(chtest.ServerCPU()-ch0))
 }
 
 // registerAll registers a conversion for each click with benchClients clients at once.

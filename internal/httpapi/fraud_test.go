@@ -99,6 +99,14 @@ func TestFraudRulesHoldsAndVerdictsOverHTTP(t *testing.T) {
 		{"unknown action", `{"rules": {"self_referral": {"action": "block"}}}`, []string{"rules.self_referral.action"}},
 		{"unknown parameter", `{"rules": {"self_referral": {"params": {"limit": 3}}}}`, []string{"rules.self_referral.params.limit"}},
 		{"no rules", `{"rules": {}}`, []string{"rules"}},
+		{"an expression that does not compile", `{"rules": {"custom_rule": {"enabled": true, "params": {"expression": "country =="}}}}`,
+			[]string{"rules.custom_rule.params.expression"}},
+		{"an expression of another type", `{"rules": {"custom_rule": {"params": {"expression": "amount + 1.0"}}}}`,
+			[]string{"rules.custom_rule.params.expression"}},
+		{"the custom rule on without an expression", `{"rules": {"custom_rule": {"enabled": true}}}`, []string{"rules.custom_rule.params.expression"}},
+		{"a country that is not a code, a window over a day", `{"rules": {"country_not_allowed": {"params": {"countries": ["Spain"]}},
+			"click_velocity": {"params": {"window_seconds": 86401}}}}`,
+			[]string{"rules.click_velocity.params.window_seconds", "rules.country_not_allowed.params.countries"}},
 	} {
 		body := tc.body
 		if tc.name == "oversized list" {
@@ -112,6 +120,15 @@ func TestFraudRulesHoldsAndVerdictsOverHTTP(t *testing.T) {
 		}
 	}
 
+	// The compiler's own message reaches the advertiser, naming the place of the error.
+	if r := f.do(t, "PATCH", rules, owner, `{"rules": {"custom_rule": {"params": {"expression": "countri == 'DE'"}}}}`); r.status != 400 ||
+		!strings.Contains(r.raw, "undeclared reference to 'countri'") {
+		t.Errorf("an unknown variable: %d %s", r.status, r.raw)
+	}
+	if r := f.do(t, "PATCH", rules, owner, `{"rules": {"custom_rule": {"enabled": true, "params": {"expression": "hosting && amount > 100.0"}}}}`); r.status != 200 ||
+		!strings.Contains(r.raw, `"expression":"hosting \u0026\u0026 amount \u003e 100.0"`) && !strings.Contains(r.raw, `"expression":"hosting && amount > 100.0"`) {
+		t.Errorf("a valid expression: %d %s", r.status, r.raw)
+	}
 	r = f.do(t, "PATCH", rules, owner, `{"rules": {"conversion_too_fast": {"action": "hold", "params": {"min_seconds": 30}},
 		"disposable_email": {"shadow": true, "params": {"extra_domains": ["Temp-Shop.example"]}}}}`)
 	if r.status != 200 {

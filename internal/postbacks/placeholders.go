@@ -24,11 +24,14 @@ var placeholders = map[string]func(d *events.ConversionData) string{
 	"affiliate_id":  func(d *events.ConversionData) string { return d.AffiliateID },
 	// reason_codes are the fraud rules that fired, comma-separated (docs/fraud.md).
 	"reason_codes": func(d *events.ConversionData) string { return strings.Join(d.Risk.ReasonCodes(), ",") },
+	// country and device are the click's, once the click loop knows it (docs/fraud.md).
+	"country": func(d *events.ConversionData) string { return d.Country },
+	"device":  func(d *events.ConversionData) string { return d.DeviceType },
 }
 
 // Placeholders lists the names a postback URL may use, in the order the docs give them.
 var Placeholders = []string{"click_id", "sub1", "amount", "commission", "currency", "status", "conversion_id",
-	"external_id", "program_id", "affiliate_id", "reason_codes"}
+	"external_id", "program_id", "affiliate_id", "reason_codes", "country", "device"}
 
 // checkPlaceholders refuses braces that are not a known placeholder, and placeholders outside
 // the path and query: a value must never choose the host a postback goes to.

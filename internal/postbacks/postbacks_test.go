@@ -286,9 +286,9 @@ func TestACompanySeesOnlyItsOwnSettings(t *testing.T) {
 func TestExpandURLFillsEveryPlaceholderAndLeavesOtherURLsAlone(t *testing.T) {
 	body, _ := events.WebhookBody(events.Envelope{Type: events.CommissionStatusChanged, OccurredAt: time.Now(),
 		Data: []byte(`{"id":"cnv_1","status":"approved","amount":"10.00","commission_amount":"1.00","currency":"USD","click_id":"clk_1","sub1":"a/b c","external_id":"o-1","program_id":"prg_1","affiliate_id":"co_1",
-			"risk":{"held":true,"reasons":[{"code":"conversion_too_fast","action":"hold","value":"2s"},{"code":"self_referral","action":"hold","value":"affiliate_user_email"}]}}`)})
+			"country":"DE","device_type":"mobile","risk":{"held":true,"reasons":[{"code":"conversion_too_fast","action":"hold","value":"2s"},{"code":"self_referral","action":"hold","value":"affiliate_user_email"}]}}`)})
 	cases := []struct{ name, url, want string }{
-		{"every placeholder", "https://r.example/p?" + placeholderQuery(), "https://r.example/p?click_id=clk_1&sub1=a%2Fb%20c&amount=10.00&commission=1.00&currency=USD&status=approved&conversion_id=cnv_1&external_id=o-1&program_id=prg_1&affiliate_id=co_1&reason_codes=conversion_too_fast%2Cself_referral"},
+		{"every placeholder", "https://r.example/p?" + placeholderQuery(), "https://r.example/p?click_id=clk_1&sub1=a%2Fb%20c&amount=10.00&commission=1.00&currency=USD&status=approved&conversion_id=cnv_1&external_id=o-1&program_id=prg_1&affiliate_id=co_1&reason_codes=conversion_too_fast%2Cself_referral&country=DE&device=mobile"},
 		{"no placeholder", "https://r.example/p?x=1", "https://r.example/p?x=1"},
 		{"a placeholder twice", "https://r.example/{status}/{status}", "https://r.example/approved/approved"},
 	}
