@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/mailer"
 	"github.com/partnerstream/partnerstream/internal/money"
 )
@@ -98,17 +99,13 @@ func (s Summary) sendOne(ctx context.Context, advertiser string, day, since, at 
 		if h.total == 0 {
 			return errReleased
 		}
-		rows, err := tx.Query(ctx, `SELECT email, locale FROM users WHERE company_id = $1 AND role IN ('owner', 'admin') ORDER BY email`, advertiser)
+		admins, err := identity.Admins(ctx, tx, advertiser)
 		if err != nil {
-			return fmt.Errorf("find the admins of %s: %w", advertiser, err)
+			return err
 		}
 		var msgs []mailer.Message
-		var email, locale string
-		if _, err := pgx.ForEachRow(rows, []any{&email, &locale}, func() error {
-			msgs = append(msgs, s.message(email, locale, h))
-			return nil
-		}); err != nil {
-			return fmt.Errorf("find the admins of %s: %w", advertiser, err)
+		for _, a := range admins {
+			msgs = append(msgs, s.message(a.Email, a.Locale, h))
 		}
 		for _, m := range msgs {
 			if err := s.Mailer.Send(ctx, m); err != nil {
