@@ -380,12 +380,14 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 // walk of the advertiser's rows in another index look cheap (it expects a match soon), and
 // with no match (the common case) that walk reads every conversion of the advertiser: the cost
 // grew with the table. Without a limit the planner costs the whole scan and takes the index
-// made for the lookup (conversions_order; conversions_customer, conversions_customer_email).
+// made for the lookup (conversions_order; conversions_customer, conversions_customer_email:
+// a partial index, which a generic plan uses only when the query repeats its predicate on the
+// column, not on the parameter).
 var duplicates = func() (out [2][2]string) {
 	const order = `COALESCE((SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.advertiser_id = $3
 		AND lower(o.external_id) = lower($11) AND o.affiliate_id <> $4), '')`
 	const customer = `COALESCE((SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.program_id = $2 AND o.customer_id = $21
-		AND $21 <> '' AND o.affiliate_id <> $4),
+		AND o.customer_id <> '' AND o.affiliate_id <> $4),
 		(SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.program_id = $2 AND o.customer_email_hash = $22
 		AND o.affiliate_id <> $4), '')`
 	for i, o := range []string{"''", order} {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/partnerstream/partnerstream/internal/clickid"
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/events"
@@ -24,22 +25,10 @@ func TestHoldAndReleaseEventsReachReceiversWithTheirReasonCodes(t *testing.T) {
 	db, cos := newDB(t, 1)
 	adv := cos[0]
 	ctx := context.Background()
-	aff, program, ptn, link := ids.New(ids.Company), ids.New(ids.Program), ids.New(ids.Partnership), ids.New(ids.Link)
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO companies (id, kind, name) VALUES ($1, 'affiliate', 'aff')`, []any{aff}},
-		{`INSERT INTO users (id, company_id, email, role) VALUES ($1, $2, 'owner@affiliate.example', 'owner')`, []any{ids.New(ids.User), aff}},
-		{`INSERT INTO programs (id, advertiser_id, name, landing_url, currency, commission_type, commission_value, attribution_window_days)
-			VALUES ($1, $2, 'p', 'https://shop.example/', 'EUR', 'percent', 1000, 30)`, []any{program, adv}},
-		{`INSERT INTO partnerships (id, program_id, affiliate_id, advertiser_id, status) VALUES ($1, $2, $3, $4, 'approved')`, []any{ptn, program, aff, adv}},
-		{`INSERT INTO tracking_links (id, code, partnership_id, program_id, affiliate_id, advertiser_id) VALUES ($1, 'FRAUDLINK1', $2, $3, $4, $5)`,
-			[]any{link, ptn, program, aff, adv}},
-	} {
-		if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
-			t.Fatal(err)
-		}
+	aff, _, link := seedProgram(t, db, adv, "FRAUDLINK1")
+	if _, err := db.Exec(ctx, `INSERT INTO users (id, company_id, email, role) VALUES ($1, $2, 'owner@affiliate.example', 'owner')`,
+		ids.New(ids.User), aff); err != nil {
+		t.Fatal(err)
 	}
 	keys, err := clickid.ParseKeys(clickid.GenerateKeySpec())
 	if err != nil {
@@ -68,26 +57,7 @@ func TestHoldAndReleaseEventsReachReceiversWithTheirReasonCodes(t *testing.T) {
 	affPostback := pb.set(aff, rc.URL+"/aff-postback?codes={reason_codes}&s={status}")
 	s := newService(t, db, Options{Subscriptions: sub, Postbacks: pb})
 
-	rows, err := db.Query(ctx, `SELECT envelope FROM outbox WHERE aggregate_id = $1 ORDER BY id`, c.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var envs []events.Envelope
-	for rows.Next() {
-		var raw []byte
-		var e events.Envelope
-		if err := rows.Scan(&raw); err != nil || json.Unmarshal(raw, &e) != nil {
-			t.Fatalf("outbox row %s: %v", raw, err)
-		}
-		envs = append(envs, e)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.record(ctx, envs); err != nil {
-		t.Fatal(err)
-	}
-	s.step(t)
+	deliverOutbox(t, s, db, c.ID)
 
 	// The advertiser: created, held, released; the affiliate: held; the affiliate's postback
 	// URL: status changed, held, released.
@@ -136,4 +106,55 @@ func TestHoldAndReleaseEventsReachReceiversWithTheirReasonCodes(t *testing.T) {
 			t.Errorf("%s received %v, want %v", path, got[path], evs)
 		}
 	}
+}
+
+// seedProgram adds an affiliate with an approved partnership in a new EUR program (10 %, 30
+// days) of adv and a tracking link of it with code; it returns the affiliate, the program and
+// the link.
+func seedProgram(t *testing.T, db *pgxpool.Pool, adv, code string) (aff, program, link string) {
+	t.Helper()
+	ctx := context.Background()
+	aff, program, ptn, link := ids.New(ids.Company), ids.New(ids.Program), ids.New(ids.Partnership), ids.New(ids.Link)
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO companies (id, kind, name) VALUES ($1, 'affiliate', 'aff')`, []any{aff}},
+		{`INSERT INTO programs (id, advertiser_id, name, landing_url, currency, commission_type, commission_value, attribution_window_days)
+			VALUES ($1, $2, 'p', 'https://shop.example/', 'EUR', 'percent', 1000, 30)`, []any{program, adv}},
+		{`INSERT INTO partnerships (id, program_id, affiliate_id, advertiser_id, status) VALUES ($1, $2, $3, $4, 'approved')`, []any{ptn, program, aff, adv}},
+		{`INSERT INTO tracking_links (id, code, partnership_id, program_id, affiliate_id, advertiser_id) VALUES ($1, $2, $3, $4, $5, $6)`,
+			[]any{link, code, ptn, program, aff, adv}},
+	} {
+		if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return aff, program, link
+}
+
+// deliverOutbox records the outbox events of a conversion for delivery and runs one step.
+func deliverOutbox(t *testing.T, s *Service, db *pgxpool.Pool, conversionID string) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := db.Query(ctx, `SELECT envelope FROM outbox WHERE aggregate_id = $1 ORDER BY id`, conversionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var envs []events.Envelope
+	for rows.Next() {
+		var raw []byte
+		var e events.Envelope
+		if err := rows.Scan(&raw); err != nil || json.Unmarshal(raw, &e) != nil {
+			t.Fatalf("outbox row %s: %v", raw, err)
+		}
+		envs = append(envs, e)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.record(ctx, envs); err != nil {
+		t.Fatal(err)
+	}
+	s.step(t)
 }

@@ -1,0 +1,4 @@
+package conversions
+
+// Duplicates are the duplicate reads of registration, for the plan test.
+var Duplicates = duplicates
