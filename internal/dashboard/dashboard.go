@@ -18,6 +18,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/fraud"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/programs"
@@ -145,6 +146,7 @@ var pages = []*page{
 	{Name: "partnerships", Path: "/app/partnerships", Extra: map[string]any{"Statuses": partnershipStatuses}},
 	{Name: "links", Path: "/app/links"},
 	{Name: "conversions", Path: "/app/conversions", Extra: map[string]any{"Statuses": commissionStatuses}},
+	{Name: "review", Path: "/app/review", Kinds: []string{identity.Advertiser}, Extra: map[string]any{"Codes": fraud.Codes()}},
 	{Name: "payouts", Path: "/app/payouts"},
 	{Name: "profile", Path: "/app/settings/profile", Settings: true, Kinds: []string{identity.Affiliate}},
 	{Name: "postbacks", Path: "/app/settings/postbacks", Settings: true},

@@ -25,6 +25,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/delivery"
 	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/enrich/enrichtest"
+	"github.com/partnerstream/partnerstream/internal/fraud"
+	"github.com/partnerstream/partnerstream/internal/fraudreview"
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/idempotency"
@@ -69,6 +71,7 @@ type stack struct {
 	lks   *links.Service
 	// script keeps the programs' tracking script settings.
 	script *trackscript.Service
+	rules *fraud.Service
 
 	google, linkedin *testenv.Provider
 }
@@ -209,6 +212,10 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountStats(st)
 	srv.MountExports(cnv, st)
 	srv.MountRates(rates.New(db, nil), httpapi.RatesOptions{})
+	s.rules = fraud.New(db, nil)
+	srv.MountFraud(s.rules)
+	srv.MountFraudReview(httpapi.FraudReview{Queue: fraudreview.Queue{Conversions: cnv, Clicks: fraudreview.ClickHouseClicks{Conn: ch, Database: chDB}},
+		Backtest: fraudreview.Backtest{Conn: ch, Database: chDB}, Rules: s.rules})
 	dashboard.Mount(srv.App(), dashboard.Options{Sessions: sessions, Users: s.ids, OAuthProviders: []string{"google", "linkedin"}, Log: quiet})
 
 	events := kafka.NewProducer(kcfg, kafka.TopicEvents, kafka.ProducerOptions{})
