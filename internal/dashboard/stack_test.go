@@ -71,7 +71,7 @@ type stack struct {
 	lks   *links.Service
 	// script keeps the programs' tracking script settings.
 	script *trackscript.Service
-	rules *fraud.Service
+	rules  *fraud.Service
 
 	google, linkedin *testenv.Provider
 }
