@@ -6,7 +6,7 @@ LDFLAGS  := -X github.com/partnerstream/partnerstream/internal/version.Version=$
             -X github.com/partnerstream/partnerstream/internal/version.Revision=$(REVISION)
 BIN := $(CURDIR)/bin
 
-.PHONY: sdk image cluster cluster-down e2e run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats bench-export bench-deliver disposable-domains build controlplane tools manifests generate lint bench fuzz docs tidy clean docker-build helm-lint helm-docs journey soak screenshots
+.PHONY: sdk image cluster cluster-down e2e run stop test bench-auth bench-conversions bench-redirect bench-ingest bench-stats bench-backtest bench-export bench-deliver disposable-domains build controlplane tools manifests generate lint bench fuzz docs tidy clean docker-build helm-lint helm-docs journey soak screenshots
 
 run: ## Start the whole platform with demo data on http://127.0.0.1:8080
 	@bash hack/run.sh
@@ -104,6 +104,9 @@ bench-ingest: ## Ingest events/s (topic to queryable rows, clicks enriched) besi
 
 bench-stats: ## p50/p95 of 30-day stats queries over 10 million clicks, per grouping, in UTC and in Asia/Kathmandu
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/stats/ -run '^$$' -bench 'Stats30Days' -benchtime 200x -timeout 30m
+
+bench-backtest: ## Seconds per fraud-rule backtest over 30 days of 10 million clicks and 200,000 conversions, and conversions evaluated per second
+	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/fraudreview/ -run '^$$' -bench 'Backtest30Days' -benchtime 5x -timeout 30m
 
 bench-export: ## Streamed CSV export of 10k, 100k and 1M conversions over HTTP: rows/s, CPU µs/row, peak heap and RSS (flat), against a cursor-only read
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/httpapi/ -run '^$$' -bench 'ExportMemory' -benchtime 1x -timeout 30m

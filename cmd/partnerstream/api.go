@@ -17,6 +17,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/dashboard"
 	"github.com/partnerstream/partnerstream/internal/delivery"
 	"github.com/partnerstream/partnerstream/internal/fraud"
+	"github.com/partnerstream/partnerstream/internal/fraudreview"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/idempotency"
 	"github.com/partnerstream/partnerstream/internal/kafka"
@@ -139,7 +140,11 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	hookTargets, _ := hooks.(httpapi.DeliveryWebhooks)
 	srv.MountDeliveries(delivery.NewHistory(p.pg, nil), hookTargets, httpapi.DeliveriesOptions{Client: delivery.NewHTTPClient(allow, roots), Postbacks: pbs})
 	srv.MountConversions(cnv)
-	srv.MountFraud(fraud.New(p.pg, nil))
+	rules := fraud.New(p.pg, nil)
+	srv.MountFraud(rules)
+	srv.MountFraudReview(httpapi.FraudReview{
+		Queue:    fraudreview.Queue{Conversions: cnv, Clicks: fraudreview.ClickHouseClicks{Conn: p.ch, Database: s.ch.Database}},
+		Backtest: fraudreview.Backtest{Conn: p.ch, Database: s.ch.Database}, Rules: rules})
 	srv.MountPayouts(cnv)
 	srv.MountRates(rates.New(p.pg, nil), httpapi.RatesOptions{Operators: s.api.OperatorCompanies})
 	srv.MountConversionPostback(cnv)
@@ -180,8 +185,15 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	}
 	if deps.mailer != nil {
 		notices := delivery.Notices{DB: p.pg, Mailer: deps.mailer, BaseURL: s.api.BaseURL, Log: log}
+		summary := fraudreview.Summary{DB: p.pg, Mailer: deps.mailer, BaseURL: s.api.BaseURL, Log: log}
 		loops = append(loops, func(ctx context.Context) {
 			run.Every(ctx, time.Minute, log, "tell the admins of disabled delivery targets", notices.Send)
+		}, func(ctx context.Context) {
+			// Every few minutes, so a summary a failed send rolled back goes out soon after.
+			run.Every(ctx, 10*time.Minute, log, "e-mail the daily fraud summaries", func(ctx context.Context) error {
+				_, err := summary.Send(ctx)
+				return err
+			})
 		})
 	}
 	return run.Func{N: "api", F: func(ctx context.Context) error {

@@ -19,7 +19,25 @@ type Filter struct {
 	PayoutID    string
 	// From and To bound the conversion's occurred_at: From <= t < To.
 	From, To time.Time
+	// Risk narrows to the commissions fraud rules fired on (the review queue): RiskAny,
+	// RiskHeld or RiskFlagged; empty does not filter.
+	Risk string
+	// ReasonCode narrows to the commissions a rule of that code fired on (shadow included).
+	ReasonCode string
 }
+
+// Values of Filter.Risk.
+const (
+	// RiskAny: held, or any rule fired (shadow rules included).
+	RiskAny = "any"
+	// RiskHeld: on hold now.
+	RiskHeld = "held"
+	// RiskFlagged: a rule fired and the commission is not on hold.
+	RiskFlagged = "flagged"
+)
+
+// Risks lists the values of Filter.Risk.
+var Risks = []string{RiskAny, RiskHeld, RiskFlagged}
 
 // where builds the scoped, filtered, paginated condition on table alias a (conversions or
 // commissions: both carry the filtered columns) ordered by a.id; a zero page is every row.
@@ -41,6 +59,18 @@ func (f Filter) where(a string, v Viewer, p page.Request) (string, []any) {
 	}
 	if f.PayoutID != "" {
 		add("c.payout_id = $%d", f.PayoutID)
+	}
+	const fired = "EXISTS (SELECT 1 FROM fraud_verdicts r WHERE r.commission_id = c.id)"
+	switch f.Risk {
+	case RiskAny:
+		conds = append(conds, "(c.held_at IS NOT NULL OR "+fired+")")
+	case RiskHeld:
+		conds = append(conds, "c.held_at IS NOT NULL")
+	case RiskFlagged:
+		conds = append(conds, "c.held_at IS NULL AND "+fired)
+	}
+	if f.ReasonCode != "" {
+		add("EXISTS (SELECT 1 FROM fraud_verdicts r WHERE r.commission_id = c.id AND r.code = $%d)", f.ReasonCode)
 	}
 	if !f.From.IsZero() {
 		add(a+".occurred_at >= $%d", f.From)

@@ -276,4 +276,25 @@ func TestBrowserTrackingScript(t *testing.T) {
 				resp.Header.Get("Access-Control-Allow-Origin"), c.status)
 		}
 	}
+
+	// The program's model decides which partner a visitor who arrives again through another
+	// partner's link belongs to: the last one (the default) or the first.
+	other, err := s.lks.Create(ctx, aff.ID, identity.Affiliate, links.NewLink{ProgramID: shoes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.run(chromedp.Navigate(site.URL+"/?via="+other.Code+"&k="+shoesKey), chromedp.WaitReady("body", chromedp.ByQuery))
+	last := b.settled()
+	if !strings.HasPrefix(last, "clk_") || last == clickID {
+		t.Fatalf("last click: the page kept click %q after a new link, want a new click", last)
+	}
+	if _, err := s.script.SetSettings(ctx, u.CompanyID, shoes, trackscript.Settings{Origins: []string{site.URL},
+		Params: []string{"via", "ref"}, Model: trackscript.FirstClick}); err != nil {
+		t.Fatal(err)
+	}
+	// Pages take new settings when their cached /t.js expires (five minutes); this one at once.
+	b.run(network.SetCacheDisabled(true), chromedp.Navigate(site.URL+"/?ref="+link.Code+"&k="+shoesKey), chromedp.WaitReady("body", chromedp.ByQuery))
+	if first := b.settled(); first != last {
+		t.Fatalf("first click: the page has click %q after another link, want the first one %s", first, last)
+	}
 }

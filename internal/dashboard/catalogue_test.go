@@ -8,6 +8,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/programs"
+	"github.com/partnerstream/partnerstream/internal/stats"
 )
 
 // keyUses finds the message ids the templates and modules use: .T "id" / $.T "id" in
@@ -69,6 +70,13 @@ func dynamicKeys() []string {
 	}
 	for _, s := range []string{"sale", "lead", "signup", "install", "custom"} {
 		keys = append(keys, "conversion_type."+s)
+	}
+	// The traffic page names its tables and device types by the API's values.
+	for _, d := range trafficDimensions {
+		keys = append(keys, "traffic.dim_"+string(d), "traffic.col_"+string(d))
+	}
+	for _, d := range stats.Devices {
+		keys = append(keys, "traffic.device_"+d)
 	}
 	return keys
 }

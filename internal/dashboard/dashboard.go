@@ -11,15 +11,19 @@ import (
 	"html/template"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/events"
+	"github.com/partnerstream/partnerstream/internal/fraud"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/programs"
 	"github.com/partnerstream/partnerstream/internal/session"
+	"github.com/partnerstream/partnerstream/internal/stats"
 )
 
 //go:embed templates/*.html
@@ -137,10 +141,12 @@ var loginPage = &page{Name: "login", Path: "/login"}
 // pages in the order of the navigation.
 var pages = []*page{
 	{Name: "overview", Path: "/app"},
+	{Name: "traffic", Path: "/app/traffic", Extra: map[string]any{"Devices": trafficDevices, "Dimensions": trafficDimensions}},
 	{Name: "programs", Path: "/app/programs", Extra: map[string]any{"Categories": programs.Categories, "Questions": questionNumbers()}},
 	{Name: "partnerships", Path: "/app/partnerships", Extra: map[string]any{"Statuses": partnershipStatuses}},
 	{Name: "links", Path: "/app/links"},
 	{Name: "conversions", Path: "/app/conversions", Extra: map[string]any{"Statuses": commissionStatuses}},
+	{Name: "review", Path: "/app/review", Kinds: []string{identity.Advertiser}, Extra: map[string]any{"Codes": fraud.Codes()}},
 	{Name: "payouts", Path: "/app/payouts"},
 	{Name: "profile", Path: "/app/settings/profile", Settings: true, Kinds: []string{identity.Affiliate}},
 	{Name: "postbacks", Path: "/app/settings/postbacks", Settings: true},
@@ -156,6 +162,12 @@ var (
 	commissionStatuses  = events.CommissionStatuses
 	partnershipStatuses = []string{"pending", "approved", "rejected", "suspended"}
 	webhookEvents       = events.Types
+	// trafficDevices are the device types the traffic page filters by: the API's, but bots,
+	// whose clicks the statistics leave out.
+	trafficDevices = slices.DeleteFunc(slices.Clone(stats.Devices), func(d string) bool { return d == enrich.DeviceBot })
+	// trafficDimensions are the groupings of the statistics API the traffic page tables, in
+	// its order.
+	trafficDimensions = []stats.GroupBy{stats.Country, stats.Device, stats.Browser, stats.OS, stats.Referrer, stats.UTMSource, stats.UTMCampaign}
 )
 
 // questionNumbers numbers the question fields of the program form, 1 to programs.MaxQuestions.

@@ -19,9 +19,14 @@ import (
 	"github.com/partnerstream/partnerstream/internal/auth"
 	"github.com/partnerstream/partnerstream/internal/billing"
 	"github.com/partnerstream/partnerstream/internal/clickid"
+	"github.com/partnerstream/partnerstream/internal/clientaddr"
 	"github.com/partnerstream/partnerstream/internal/conversions"
 	"github.com/partnerstream/partnerstream/internal/dashboard"
 	"github.com/partnerstream/partnerstream/internal/delivery"
+	"github.com/partnerstream/partnerstream/internal/enrich"
+	"github.com/partnerstream/partnerstream/internal/enrich/enrichtest"
+	"github.com/partnerstream/partnerstream/internal/fraud"
+	"github.com/partnerstream/partnerstream/internal/fraudreview"
 	"github.com/partnerstream/partnerstream/internal/health"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/idempotency"
@@ -66,6 +71,7 @@ type stack struct {
 	lks   *links.Service
 	// script keeps the programs' tracking script settings.
 	script *trackscript.Service
+	rules  *fraud.Service
 
 	google, linkedin *testenv.Provider
 }
@@ -84,6 +90,9 @@ type stackOptions struct {
 	// oidc adds Google and LinkedIn sign-in, each a local OpenID Connect provider
 	// (stack.google, stack.linkedin).
 	oidc bool
+	// places believes X-Forwarded-For from loopback, so that a test's clicks come from the
+	// addresses it names, and ingest finds their countries in a database of these networks.
+	places []enrichtest.Network
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -143,8 +152,19 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	}
 
 	keyAuth := auth.NewKeyAuthenticator(s.ids, auth.KeyAuthOptions{Log: quiet})
+	var proxies clientaddr.Trusted
+	var enricher *enrich.Enricher
+	if o.places != nil {
+		if proxies, err = clientaddr.Parse([]string{"127.0.0.1"}); err != nil {
+			t.Fatal(err)
+		}
+		if enricher, err = enrich.New(enrich.Options{GeoIPDB: enrichtest.GeoLite2City(t, o.places...)}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(enricher.Close)
+	}
 	srv := httpapi.New(httpapi.Options{Addr: addr, Log: quiet, Health: health.NewRegistry(), Keys: keyAuth,
-		Sessions: httpapi.SessionAuth(sessions), Idempotency: idempotency.NewStore(db, nil)})
+		Sessions: httpapi.SessionAuth(sessions), Idempotency: idempotency.NewStore(db, nil), TrustedProxies: proxies})
 	s.prg = programs.NewService(db, programs.Options{})
 	srvBase := "http://127.0.0.1" // links carry it; the redirect is called by path
 	s.lks = links.NewService(db, links.Options{BaseURL: srvBase})
@@ -192,11 +212,15 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	srv.MountStats(st)
 	srv.MountExports(cnv, st)
 	srv.MountRates(rates.New(db, nil), httpapi.RatesOptions{})
+	s.rules = fraud.New(db, nil)
+	srv.MountFraud(s.rules)
+	srv.MountFraudReview(httpapi.FraudReview{Queue: fraudreview.Queue{Conversions: cnv, Clicks: fraudreview.ClickHouseClicks{Conn: ch, Database: chDB}},
+		Backtest: fraudreview.Backtest{Conn: ch, Database: chDB}, Rules: s.rules})
 	dashboard.Mount(srv.App(), dashboard.Options{Sessions: sessions, Users: s.ids, OAuthProviders: []string{"google", "linkedin"}, Log: quiet})
 
 	events := kafka.NewProducer(kcfg, kafka.TopicEvents, kafka.ProducerOptions{})
 	relay := outbox.NewRelay(db, events, outbox.RelayOptions{PollInterval: 20 * time.Millisecond})
-	ing, err := ingest.New(ingest.Options{Kafka: kcfg, ClickHouse: ch, Database: chDB, BatchInterval: 50 * time.Millisecond, Log: quiet})
+	ing, err := ingest.New(ingest.Options{Kafka: kcfg, ClickHouse: ch, Database: chDB, BatchInterval: 50 * time.Millisecond, Enrich: enricher, Log: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,9 +319,27 @@ func (s *stack) trafficFor(t *testing.T, advertiserEmail, affiliateEmail string)
 // receives.
 func (s *stack) click(t *testing.T, code string) string {
 	t.Helper()
+	return s.visit(t, code, visitor{userAgent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/120 Safari/537.36"})
+}
+
+// visitor is who follows a link: its address (with stackOptions.places; else loopback's),
+// user agent and referring page.
+type visitor struct {
+	ip, userAgent, referrer string
+}
+
+// visit follows a tracking link as v and returns the click id the landing page receives.
+func (s *stack) visit(t *testing.T, code string, v visitor) string {
+	t.Helper()
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, _ := http.NewRequest("GET", s.base+"/c/"+code, nil)
-	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/120 Safari/537.36")
+	req.Header.Set("User-Agent", v.userAgent)
+	if v.ip != "" {
+		req.Header.Set("X-Forwarded-For", v.ip)
+	}
+	if v.referrer != "" {
+		req.Header.Set("Referer", v.referrer)
+	}
 	resp, err := noFollow.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/mailer"
 )
 
@@ -81,17 +82,13 @@ WHERE disabled_at IS NOT NULL AND notified_at IS NULL ORDER BY disabled_at LIMIT
 			company, kind, target).Scan(&url); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("find the URL of %s %s: %w", kind, target, err)
 		}
-		rows, err := tx.Query(ctx, `SELECT email, locale FROM users WHERE company_id = $1 AND role IN ('owner', 'admin') ORDER BY email`, company)
+		admins, err := identity.Admins(ctx, tx, company)
 		if err != nil {
-			return fmt.Errorf("find the admins of %s: %w", company, err)
+			return err
 		}
 		var to []mailer.Message
-		var email, locale string
-		if _, err := pgx.ForEachRow(rows, []any{&email, &locale}, func() error {
-			to = append(to, n.message(email, locale, kind, url, since, disabled))
-			return nil
-		}); err != nil {
-			return fmt.Errorf("find the admins of %s: %w", company, err)
+		for _, a := range admins {
+			to = append(to, n.message(a.Email, a.Locale, kind, url, since, disabled))
 		}
 		for _, m := range to {
 			if err := n.Mailer.Send(ctx, m); err != nil {

@@ -39,14 +39,51 @@ var PostbackTypes = []string{CommissionStatusChanged, CommissionHeld, Commission
 // nobody can subscribe to it.
 const ClickArrived = "ingest.click_arrived"
 
-// ClickArrivedData is the data of ClickArrived: the click's link and sub1, and since when the
-// conversion awaited it.
+// ClickArrivedData is the data of ClickArrived: the click's link, sub1 and origin, and since
+// when the conversion awaited it.
 type ClickArrivedData struct {
-	ConversionID string    `json:"conversion_id"`
-	ClickID      string    `json:"click_id"`
-	LinkID       string    `json:"link_id"`
-	Sub1         string    `json:"sub1"`
-	Since        time.Time `json:"since"`
+	ConversionID string      `json:"conversion_id"`
+	ClickID      string      `json:"click_id"`
+	LinkID       string      `json:"link_id"`
+	Sub1         string      `json:"sub1"`
+	Origin       ClickOrigin `json:"origin"`
+	Since        time.Time   `json:"since"`
+}
+
+// ClickOrigin is where a click came from, as ingest derived it (ClickHouse migration 0009;
+// docs/tracking.md, "Where clicks come from"), and what a conversion attributed to the click
+// is counted under in the statistics. The zero value is a click from before enrichment, or
+// none. Hosting is 0 or 1, as ClickHouse stores it.
+type ClickOrigin struct {
+	Country        string `json:"country,omitempty"`
+	Region         string `json:"region,omitempty"`
+	City           string `json:"city,omitempty"`
+	ASN            uint32 `json:"asn,omitempty"`
+	ASOrg          string `json:"as_org,omitempty"`
+	Hosting        uint8  `json:"hosting,omitempty"`
+	DeviceType     string `json:"device_type,omitempty"`
+	Browser        string `json:"browser,omitempty"`
+	OS             string `json:"os,omitempty"`
+	ReferrerDomain string `json:"referrer_domain,omitempty"`
+	UTMSource      string `json:"utm_source,omitempty"`
+	UTMMedium      string `json:"utm_medium,omitempty"`
+	UTMCampaign    string `json:"utm_campaign,omitempty"`
+}
+
+// ClickOriginColumns are the ClickHouse columns of a ClickOrigin, in the order of Fields, the
+// same in clicks, click_index, conversion_changes and conversions.
+const ClickOriginColumns = "country, region, city, asn, as_org, hosting, device_type, browser, os, referrer_domain, utm_source, utm_medium, utm_campaign"
+
+// Fields are pointers to o's fields in the order of ClickOriginColumns, to scan into.
+func (o *ClickOrigin) Fields() []any {
+	return []any{&o.Country, &o.Region, &o.City, &o.ASN, &o.ASOrg, &o.Hosting, &o.DeviceType, &o.Browser, &o.OS,
+		&o.ReferrerDomain, &o.UTMSource, &o.UTMMedium, &o.UTMCampaign}
+}
+
+// Values are o's fields in the order of ClickOriginColumns, to insert.
+func (o ClickOrigin) Values() []any {
+	return []any{o.Country, o.Region, o.City, o.ASN, o.ASOrg, o.Hosting, o.DeviceType, o.Browser, o.OS,
+		o.ReferrerDomain, o.UTMSource, o.UTMMedium, o.UTMCampaign}
 }
 
 // Commission statuses: the status of a conversion's commission, as the conversions domain

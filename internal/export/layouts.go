@@ -142,6 +142,16 @@ var statsKeys = map[stats.GroupBy][]string{
 	stats.Link:        {"link_id", "program_id", "affiliate_id"},
 	stats.Sub1:        {"sub1"},
 	stats.Attribution: {"attribution"},
+	stats.Country:     {"country"},
+	stats.Region:      {"region", "country"},
+	stats.City:        {"city", "region", "country"},
+	stats.ASN:         {"asn", "as_org"},
+	stats.Device:      {"device"},
+	stats.Browser:     {"browser"},
+	stats.OS:          {"os"},
+	stats.Referrer:    {"referrer"},
+	stats.UTMSource:   {"utm_source"},
+	stats.UTMCampaign: {"utm_campaign"},
 }
 
 func statsKey(g stats.GroupBy, r stats.Row) []string {
@@ -158,6 +168,26 @@ func statsKey(g stats.GroupBy, r stats.Row) []string {
 		return []string{r.LinkID, r.ProgramID, r.AffiliateID}
 	case stats.Attribution:
 		return []string{r.Attribution}
+	case stats.Country:
+		return []string{r.Country}
+	case stats.Region:
+		return []string{r.Region, r.Country}
+	case stats.City:
+		return []string{r.City, r.Region, r.Country}
+	case stats.ASN:
+		return []string{strconv.FormatUint(uint64(r.ASN), 10), r.ASOrg}
+	case stats.Device:
+		return []string{r.Device}
+	case stats.Browser:
+		return []string{r.Browser}
+	case stats.OS:
+		return []string{r.OS}
+	case stats.Referrer:
+		return []string{r.Referrer}
+	case stats.UTMSource:
+		return []string{r.UTMSource}
+	case stats.UTMCampaign:
+		return []string{r.UTMCampaign}
 	}
 	return []string{r.Sub1}
 }

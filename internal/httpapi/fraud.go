@@ -68,9 +68,23 @@ func (h fraudHandlers) update(c *fiber.Ctx) error {
 	if len(in.Rules) == 0 {
 		return Invalid(FieldError{Field: "rules", Message: "is required: an object of the rules to change, by reason code"})
 	}
-	changes := make(map[string]fraud.Change, len(in.Rules))
+	changes, err := fraudChanges(in.Rules)
+	if err != nil {
+		return err
+	}
+	p, err := h.svc.Update(c.UserContext(), Caller(c).CompanyID, id, changes)
+	if err != nil {
+		return fraudProblem(err)
+	}
+	return c.JSON(fraudView(p))
+}
+
+// fraudChanges reads the rules of a request as the fraud package takes them; a parameter that
+// is neither a number nor a list of strings is a 400 naming it.
+func fraudChanges(rules map[string]fraudRuleInput) (map[string]fraud.Change, error) {
+	changes := make(map[string]fraud.Change, len(rules))
 	var errs []FieldError
-	for code, r := range in.Rules {
+	for code, r := range rules {
 		ch := fraud.Change{Enabled: r.Enabled, Action: r.Action, Shadow: r.Shadow, Params: map[string]any{}}
 		for name, raw := range r.Params {
 			v, ok := paramValue(raw)
@@ -83,13 +97,9 @@ func (h fraudHandlers) update(c *fiber.Ctx) error {
 		changes[code] = ch
 	}
 	if errs != nil {
-		return Invalid(errs...)
+		return nil, Invalid(errs...)
 	}
-	p, err := h.svc.Update(c.UserContext(), Caller(c).CompanyID, id, changes)
-	if err != nil {
-		return fraudProblem(err)
-	}
-	return c.JSON(fraudView(p))
+	return changes, nil
 }
 
 // paramValue reads a parameter as the fraud package takes it: an int64, a []string or a

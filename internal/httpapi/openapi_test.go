@@ -86,6 +86,7 @@ func everyArea() *httpapi.Server {
 	srv.MountConversions(nil)
 	srv.MountPayouts(nil)
 	srv.MountFraud(nil)
+	srv.MountFraudReview(httpapi.FraudReview{})
 	srv.MountRates(nil, httpapi.RatesOptions{})
 	srv.MountConversionPostback(nil)
 	srv.MountIntegrations(nil)

@@ -95,6 +95,14 @@ func statsScope(c *fiber.Ctx) stats.Scope {
 // statsParams reads the query, reporting every malformed parameter at once.
 func statsParams(c *fiber.Ctx) (stats.Params, int, error) {
 	p := stats.Params{GroupBy: stats.GroupBy(c.Query("group_by")), ProgramID: c.Query("program_id"), Currency: c.Query("currency"), TZ: c.Query("tz")}
+	for _, name := range stats.Filters {
+		if v := c.Query(name); v != "" {
+			if p.Where == nil {
+				p.Where = map[string]string{}
+			}
+			p.Where[name] = v
+		}
+	}
 	var errs []FieldError
 	for _, d := range []struct {
 		field string
@@ -168,6 +176,18 @@ type statsKey struct {
 	LinkID      *string `json:"link_id,omitempty"`
 	Sub1        *string `json:"sub1,omitempty"`
 	Attribution *string `json:"attribution,omitempty"`
+	// Where the clicks come from: "" (0 for asn) is a value ingest could not tell.
+	Country     *string `json:"country,omitempty"`
+	Region      *string `json:"region,omitempty"`
+	City        *string `json:"city,omitempty"`
+	ASN         *uint32 `json:"asn,omitempty"`
+	ASOrg       *string `json:"as_org,omitempty"`
+	Device      *string `json:"device,omitempty"`
+	Browser     *string `json:"browser,omitempty"`
+	OS          *string `json:"os,omitempty"`
+	Referrer    *string `json:"referrer,omitempty"`
+	UTMSource   *string `json:"utm_source,omitempty"`
+	UTMCampaign *string `json:"utm_campaign,omitempty"`
 }
 
 func key(g stats.GroupBy, r stats.Row) statsKey {
@@ -186,6 +206,26 @@ func key(g stats.GroupBy, r stats.Row) statsKey {
 		return statsKey{LinkID: &r.LinkID, ProgramID: &r.ProgramID, AffiliateID: &r.AffiliateID}
 	case stats.Attribution:
 		return statsKey{Attribution: &r.Attribution}
+	case stats.Country:
+		return statsKey{Country: &r.Country}
+	case stats.Region:
+		return statsKey{Region: &r.Region, Country: &r.Country}
+	case stats.City:
+		return statsKey{City: &r.City, Region: &r.Region, Country: &r.Country}
+	case stats.ASN:
+		return statsKey{ASN: &r.ASN, ASOrg: &r.ASOrg}
+	case stats.Device:
+		return statsKey{Device: &r.Device}
+	case stats.Browser:
+		return statsKey{Browser: &r.Browser}
+	case stats.OS:
+		return statsKey{OS: &r.OS}
+	case stats.Referrer:
+		return statsKey{Referrer: &r.Referrer}
+	case stats.UTMSource:
+		return statsKey{UTMSource: &r.UTMSource}
+	case stats.UTMCampaign:
+		return statsKey{UTMCampaign: &r.UTMCampaign}
 	}
 	return statsKey{Sub1: &r.Sub1}
 }

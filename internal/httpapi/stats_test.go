@@ -351,7 +351,12 @@ func TestStatsRejectBadInputWithAClearMessage(t *testing.T) {
 	}{
 		{"from after to", url.Values{"from": {"2026-06-10"}, "to": {"2026-06-01"}}, "from", "is after to"},
 		{"more than 400 days", url.Values{"from": {"2025-01-01"}, "to": {"2026-06-01"}}, "to", "at most 400"},
-		{"an unknown grouping", url.Values{"group_by": {"country"}}, "group_by", "day, program, affiliate, link, sub1"},
+		{"an unknown grouping", url.Values{"group_by": {"week"}}, "group_by", "day, program, affiliate, link, sub1, attribution, hour, country, region, city, asn"},
+		{"a country in lower case", url.Values{"group_by": {"device"}, "country": {"de"}}, "country", "ISO 3166-1 alpha-2"},
+		{"an unknown device", url.Values{"device": {"phone"}}, "device", "desktop, mobile, tablet, bot, other"},
+		{"an ASN with its prefix", url.Values{"asn": {"AS3320"}}, "asn", "autonomous system number"},
+		{"hosting that is no boolean", url.Values{"hosting": {"yes"}}, "hosting", "true or false"},
+		{"a referrer too long", url.Values{"referrer": {strings.Repeat("x", 300)}}, "referrer", "1 to 256 characters"},
 		{"a date that is not one", url.Values{"from": {"2026-02-30"}}, "from", "YYYY-MM-DD"},
 		{"a timestamp instead of a date", url.Values{"to": {"2026-06-01T00:00:00Z"}}, "to", "YYYY-MM-DD"},
 		{"a currency that is not ISO 4217", url.Values{"currency": {"EURO"}}, "currency", "ISO 4217"},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/partnerstream/partnerstream/internal/conversions"
+	"github.com/partnerstream/partnerstream/internal/enrich"
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ingest"
@@ -24,11 +25,31 @@ import (
 type tzTraffic struct {
 	clicks []ingest.Click
 	convs  []ingest.Conversion
+	origin map[string]events.ClickOrigin // by click id
+}
+
+// tzOrigins are the origins of the traffic's clicks, in turn; a conversion comes from the
+// click before it.
+var tzOrigins = []struct {
+	enriched enrich.Click
+	origin   events.ClickOrigin
+}{
+	{enrich.Click{Address: &enrich.Address{Place: &enrich.Place{Country: "DE", Region: "Berlin", City: "Berlin"}, Network: &enrich.Network{ASN: 3320, Org: "DTAG"}},
+		Device: &enrich.Device{Type: "mobile", Browser: "Chrome", OS: "Android"}},
+		events.ClickOrigin{Country: "DE", Region: "Berlin", City: "Berlin", ASN: 3320, ASOrg: "DTAG", DeviceType: "mobile", Browser: "Chrome", OS: "Android"}},
+	{enrich.Click{Address: &enrich.Address{Place: &enrich.Place{Country: "IN"}, Network: &enrich.Network{ASN: 16509, Org: "AMAZON-02", Hosting: true}},
+		Device: &enrich.Device{Type: "desktop", Browser: "Firefox", OS: "Linux"}},
+		events.ClickOrigin{Country: "IN", ASN: 16509, ASOrg: "AMAZON-02", Hosting: 1, DeviceType: "desktop", Browser: "Firefox", OS: "Linux"}},
+	{enrich.Click{Address: &enrich.Address{Place: &enrich.Place{Country: "NP"}}, Device: &enrich.Device{Type: "mobile", Browser: "Safari", OS: "iOS"}},
+		events.ClickOrigin{Country: "NP", DeviceType: "mobile", Browser: "Safari", OS: "iOS"}},
+	{enrich.Click{}, events.ClickOrigin{}}, // before enrichment
+	{enrich.Click{Address: &enrich.Address{Place: &enrich.Place{Country: "DE", Region: "Bavaria", City: "Munich"}}, Device: &enrich.Device{Type: "tablet", Browser: "Safari", OS: "iOS"}},
+		events.ClickOrigin{Country: "DE", Region: "Bavaria", City: "Munich", DeviceType: "tablet", Browser: "Safari", OS: "iOS"}},
 }
 
 func writeTZTraffic(t *testing.T, f *statsFixture) tzTraffic {
 	t.Helper()
-	var tr tzTraffic
+	tr := tzTraffic{origin: map[string]events.ClickOrigin{}}
 	start := time.Date(2026, 10, 23, 0, 0, 0, 0, time.UTC)
 	statuses := []string{events.CommissionApproved, events.CommissionPending, events.CommissionRejected}
 	for i, at := 0, start; at.Before(start.AddDate(0, 0, 4)); i, at = i+1, at.Add(7*time.Minute) {
@@ -38,12 +59,17 @@ func writeTZTraffic(t *testing.T, f *statsFixture) tzTraffic {
 		}
 		tr.clicks = append(tr.clicks, ingest.Click{Click: events.Click{ClickID: fmt.Sprintf("clk_tz_%d", i), OccurredAt: at,
 			LinkID: "lnk_" + adv, ProgramID: "prg_" + adv, AffiliateID: f.affID, AdvertiserID: adv, Sub1: strconv.Itoa(i % 3),
-			IsDuplicate: i%5 == 0, IsBot: i%13 == 0, UserAgent: "Mozilla/5.0"}})
+			IsDuplicate: i%5 == 0, IsBot: i%13 == 0, UserAgent: "Mozilla/5.0"}, Enriched: tzOrigins[i%len(tzOrigins)].enriched})
+		tr.origin[tr.clicks[i].ClickID] = tzOrigins[i%len(tzOrigins)].origin
+		if i%13 == 0 {
+			tr.origin[tr.clicks[i].ClickID] = events.ClickOrigin{} // a bot: never counted, nor converted
+		}
 	}
 	for i, at := 0, start.Add(3*time.Minute); at.Before(start.AddDate(0, 0, 4)); i, at = i+1, at.Add(97*time.Minute) {
 		tr.convs = append(tr.convs, ingest.Conversion{EventID: fmt.Sprintf("evt_tz_%d", i), ID: fmt.Sprintf("cnv_tz_%d", i), Version: 1,
 			Status: statuses[i%3], Type: "sale", Currency: "EUR", Amount: int64(1000 + i), Commission: int64(100 + i), OccurredAt: at,
-			AdvertiserID: f.advID, ProgramID: "prg_" + f.advID, AffiliateID: f.affID, LinkID: "lnk_" + f.advID, Attribution: "click"})
+			AdvertiserID: f.advID, ProgramID: "prg_" + f.advID, AffiliateID: f.affID, LinkID: "lnk_" + f.advID, Attribution: "click",
+			ClickID: tzClickBefore(tr.clicks, at)})
 	}
 	if _, err := f.w.WriteClicks(context.Background(), tr.clicks); err != nil {
 		t.Fatal(err)
@@ -57,6 +83,25 @@ func writeTZTraffic(t *testing.T, f *statsFixture) tzTraffic {
 // hour present.
 func (tr tzTraffic) reference(t *testing.T, adv, groupBy, tz, from, to string) []string {
 	t.Helper()
+	return tr.referenceBy(t, adv, groupBy, tz, from, to, func(timeKey string, _ events.ClickOrigin) (string, bool) { return timeKey, true })
+}
+
+// tzClickBefore is the id of the last of clicks (in time order) before at that is no bot.
+func tzClickBefore(clicks []ingest.Click, at time.Time) string {
+	id := ""
+	for _, c := range clicks {
+		if c.OccurredAt.Before(at) && !c.IsBot {
+			id = c.ClickID
+		}
+	}
+	return id
+}
+
+// referenceBy is reference for any grouping: keyOf names the group of an event by the time
+// key ("" unless by day or hour) and the origin of its click, and whether it counts at all.
+// Groups other than days and hours are listed in the order of their keys.
+func (tr tzTraffic) referenceBy(t *testing.T, adv, groupBy, tz, from, to string, keyOf func(timeKey string, o events.ClickOrigin) (string, bool)) []string {
+	t.Helper()
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
 		t.Fatal(err)
@@ -66,10 +111,13 @@ func (tr tzTraffic) reference(t *testing.T, adv, groupBy, tz, from, to string) [
 	end = end.AddDate(0, 0, 1)
 	key := func(at time.Time) string {
 		local := at.In(loc)
-		if groupBy == "day" {
+		switch groupBy {
+		case "day":
 			return local.Format(time.DateOnly)
+		case "hour":
+			return at.Add(-time.Duration(local.Minute()) * time.Minute).In(loc).Format(time.RFC3339)
 		}
-		return at.Add(-time.Duration(local.Minute()) * time.Minute).In(loc).Format(time.RFC3339)
+		return ""
 	}
 	type figures struct {
 		clicks, unique, convs int64
@@ -77,16 +125,30 @@ func (tr tzTraffic) reference(t *testing.T, adv, groupBy, tz, from, to string) [
 	}
 	rows := map[string]*figures{}
 	var keys []string
-	for at := start; at.Before(end); at = at.Add(time.Hour) {
+	for at := start; at.Before(end) && (groupBy == "day" || groupBy == "hour"); at = at.Add(time.Hour) {
 		if k := key(at); rows[k] == nil {
 			rows[k] = &figures{}
 			keys = append(keys, k)
 		}
 	}
 	in := func(at time.Time) bool { return !at.Before(start) && at.Before(end) }
+	row := func(at time.Time, clickID string) *figures {
+		k, ok := keyOf(key(at), tr.origin[clickID])
+		if !ok {
+			return nil
+		}
+		if rows[k] == nil {
+			rows[k] = &figures{}
+			keys = append(keys, k)
+		}
+		return rows[k]
+	}
 	for _, c := range tr.clicks {
 		if c.AdvertiserID == adv && in(c.OccurredAt) && !c.IsBot {
-			r := rows[key(c.OccurredAt)]
+			r := row(c.OccurredAt, c.ClickID)
+			if r == nil {
+				continue
+			}
 			r.clicks++
 			if !c.IsDuplicate {
 				r.unique++
@@ -95,12 +157,18 @@ func (tr tzTraffic) reference(t *testing.T, adv, groupBy, tz, from, to string) [
 	}
 	for _, c := range tr.convs {
 		if c.AdvertiserID == adv && in(c.OccurredAt) {
-			r := rows[key(c.OccurredAt)]
+			r := row(c.OccurredAt, c.ClickID)
+			if r == nil {
+				continue
+			}
 			r.convs++
 			if c.Status != events.CommissionRejected {
 				r.commission += c.Commission
 			}
 		}
+	}
+	if groupBy != "day" && groupBy != "hour" {
+		slices.Sort(keys)
 	}
 	out := make([]string, len(keys))
 	for i, k := range keys {
@@ -115,6 +183,10 @@ type tzReport struct {
 	Data []struct {
 		Day          *string `json:"day"`
 		Hour         *string `json:"hour"`
+		Country      *string `json:"country"`
+		Device       *string `json:"device"`
+		ASN          *uint32 `json:"asn"`
+		ASOrg        *string `json:"as_org"`
 		Clicks       int64   `json:"clicks"`
 		UniqueClicks int64   `json:"unique_clicks"`
 		Conversions  struct {
@@ -131,14 +203,7 @@ func TestStatsTakeTheCallersTimeZone(t *testing.T) {
 	f := newStatsFixture(t)
 	f.srv.MountExports(conversions.New(f.db, conversions.Options{}), stats.New(f.ch, f.chDB, stats.Options{}))
 	tr := writeTZTraffic(t, f)
-	routes := []struct {
-		path    string
-		headers map[string]string
-	}{
-		{"/api/v1/stats", apiKey(f.adv)},
-		{"/api/partner-api/stats", apiKey(f.adv)},
-		{"/api/stats", f.dashboardAs(t, identity.Advertiser, "member")},
-	}
+	routes := f.statsRoutes(t)
 	for _, tt := range []struct{ tz, from, to string }{
 		{"UTC", "2026-10-24", "2026-10-25"},
 		{"Asia/Kolkata", "2026-10-24", "2026-10-26"},
@@ -188,6 +253,21 @@ func TestStatsTakeTheCallersTimeZone(t *testing.T) {
 	recs := csvOf(t, f.get(t, "/api/stats.csv", q, f.dashboardAs(t, identity.Advertiser, "member")))
 	if len(rep.Data) != 1 || rep.Data[0].Clicks != int64(want) || len(recs) != 2 || recs[1][4] != strconv.Itoa(want) {
 		t.Errorf("by link in Asia/Kathmandu: %+v and %q, want %d clicks", rep, recs, want)
+	}
+}
+
+// statsRoute is a route of the stats report with the advertiser's credentials for it.
+type statsRoute struct {
+	path    string
+	headers map[string]string
+}
+
+// statsRoutes are the report's three families of routes, each as the advertiser.
+func (f *statsFixture) statsRoutes(t *testing.T) []statsRoute {
+	return []statsRoute{
+		{"/api/v1/stats", apiKey(f.adv)},
+		{"/api/partner-api/stats", apiKey(f.adv)},
+		{"/api/stats", f.dashboardAs(t, identity.Advertiser, "member")},
 	}
 }
 

@@ -150,3 +150,25 @@ func (s *Store) user(ctx context.Context, where string, arg any) (User, error) {
 	}
 	return u, nil
 }
+
+// Recipient is a user a company's notices are e-mailed to, in the user's language.
+type Recipient struct{ Email, Locale string }
+
+// Querier is a transaction or a pool.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Admins reads a company's owners and admins, who are told what needs their decision (its
+// members are not), ordered by e-mail, in q (the caller's transaction, or a pool).
+func Admins(ctx context.Context, q Querier, companyID string) ([]Recipient, error) {
+	rows, err := q.Query(ctx, `SELECT email, locale FROM users WHERE company_id = $1 AND role IN ('owner', 'admin') ORDER BY email`, companyID)
+	if err != nil {
+		return nil, fmt.Errorf("find the admins of %s: %w", companyID, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Recipient])
+	if err != nil {
+		return nil, fmt.Errorf("find the admins of %s: %w", companyID, err)
+	}
+	return out, nil
+}

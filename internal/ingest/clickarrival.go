@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/ids"
 	"github.com/partnerstream/partnerstream/internal/kafka"
@@ -159,15 +157,7 @@ func (cw *clickWatcher) poll(ctx context.Context) error {
 			clickIDs = append(clickIDs, a.clickID)
 		}
 	}
-	clicks := make(map[string]events.ClickArrivedData, len(clickIDs))
-	err = cw.w.lookup(ctx, "SELECT click_id, link_id, sub1 FROM "+cw.w.db+".click_index WHERE click_id IN _ids", clickIDs, func(rows driver.Rows) error {
-		var d events.ClickArrivedData
-		if err := rows.Scan(&d.ClickID, &d.LinkID, &d.Sub1); err != nil {
-			return err
-		}
-		clicks[d.ClickID] = d
-		return nil
-	})
+	clicks, err := cw.w.clicksOf(ctx, clickIDs)
 	if err != nil {
 		return fmt.Errorf("ingest: look up the clicks of awaiting conversions: %w", err)
 	}

@@ -124,7 +124,7 @@ func TestConversionsAreWrittenBeforeTheirClicksAndMovedToTheClicksSub1WhenTheyAr
 
 	e.produce(t, kafka.TopicClicks, d.clickMessages())
 	waitFor(t, 30*time.Second, "the conversions under their clicks' link and sub1", func() bool {
-		return figuresDiff(t, e.conn, e.db, d, stats.Groupings...) == ""
+		return figuresDiff(t, e.conn, e.db, d, ingestGroupings...) == ""
 	})
 	waitFor(t, 10*time.Second, "no conversion awaiting its click", func() bool {
 		return metric(t, "partnerstream_ingest_conversions_awaiting_click", "", "") == 0

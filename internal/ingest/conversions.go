@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/partnerstream/partnerstream/internal/events"
 )
 
 // storedConversion is what a conversion's figures currently count, from the conversions
@@ -16,7 +18,7 @@ type storedConversion struct {
 }
 
 const conversionColumns = `conversion_id, version, revision, status, type, currency, amount, commission, occurred_at,
-	advertiser_id, program_id, affiliate_id, link_id, click_id, sub1, commission_id, external_id, attribution`
+	advertiser_id, program_id, affiliate_id, link_id, click_id, sub1, commission_id, external_id, attribution, ` + events.ClickOriginColumns
 
 // WriteConversions applies each conversion's newest state in convs that is newer than the
 // stored one: it retracts what the stored state counted (a sign -1 row) and adds the new
@@ -157,9 +159,10 @@ func (w *Writer) planConversions(ctx context.Context, convs []Conversion, prev p
 }
 
 func appendConversion(batch driver.Batch, c Conversion, sign int8, cause Conversion, now time.Time) error {
-	err := batch.Append(c.ID, c.Version, c.Revision, c.Status, c.Type, c.Currency, c.Amount, c.Commission, c.OccurredAt.UTC(),
-		c.AdvertiserID, c.ProgramID, c.AffiliateID, c.LinkID, c.ClickID, c.Sub1, c.CommissionID, c.ExternalID, c.Attribution,
-		sign, cause.EventID, cause.Partition, cause.Offset, now)
+	v := append([]any{c.ID, c.Version, c.Revision, c.Status, c.Type, c.Currency, c.Amount, c.Commission, c.OccurredAt.UTC(),
+		c.AdvertiserID, c.ProgramID, c.AffiliateID, c.LinkID, c.ClickID, c.Sub1, c.CommissionID, c.ExternalID, c.Attribution},
+		c.Origin.Values()...)
+	err := batch.Append(append(v, sign, cause.EventID, cause.Partition, cause.Offset, now)...)
 	if err != nil {
 		return fmt.Errorf("ingest: append conversion %s: %w", c.ID, err)
 	}
@@ -173,8 +176,9 @@ func (w *Writer) storedConversions(ctx context.Context, ids []string) (map[strin
 	stored := make(map[string]storedConversion, len(ids))
 	err := w.lookup(ctx, "SELECT "+conversionColumns+" FROM "+w.db+".conversions WHERE conversion_id IN _ids", ids, func(rows driver.Rows) error {
 		var c Conversion
-		if err := rows.Scan(&c.ID, &c.Version, &c.Revision, &c.Status, &c.Type, &c.Currency, &c.Amount, &c.Commission, &c.OccurredAt,
-			&c.AdvertiserID, &c.ProgramID, &c.AffiliateID, &c.LinkID, &c.ClickID, &c.Sub1, &c.CommissionID, &c.ExternalID, &c.Attribution); err != nil {
+		if err := rows.Scan(append([]any{&c.ID, &c.Version, &c.Revision, &c.Status, &c.Type, &c.Currency, &c.Amount, &c.Commission, &c.OccurredAt,
+			&c.AdvertiserID, &c.ProgramID, &c.AffiliateID, &c.LinkID, &c.ClickID, &c.Sub1, &c.CommissionID, &c.ExternalID, &c.Attribution},
+			c.Origin.Fields()...)...); err != nil {
 			return err
 		}
 		if s, ok := stored[c.ID]; !ok || c.newerThan(s.Conversion) {

@@ -40,6 +40,9 @@ type Conversion struct {
 
 	// Attribution is click, coupon or customer; events from before it existed are click.
 	Attribution string
+	// Origin is where its click came from, taken from the click like its sub1 (never from the
+	// event): what the statistics by country, device and so on count the conversion under.
+	Origin events.ClickOrigin
 
 	// ClickArrived marks no state but the news that the click of a conversion written without
 	// it is in ClickHouse now (events.ClickArrived): ClickID, LinkID and Sub1 are the click's,
@@ -119,7 +122,7 @@ func parseClickArrived(e events.Envelope) (Conversion, bool, error) {
 		return Conversion{}, true, fmt.Errorf("%w: %s %s: conversion id and click id are required", ErrInvalid, e.Type, e.ID)
 	}
 	return Conversion{EventID: e.ID, ID: d.ConversionID, ClickID: d.ClickID, LinkID: d.LinkID, Sub1: d.Sub1,
-		ClickArrived: true, AwaitingSince: d.Since.UTC()}, true, nil
+		Origin: d.Origin, ClickArrived: true, AwaitingSince: d.Since.UTC()}, true, nil
 }
 
 // newerThan orders the states of a conversion by version, then revision.

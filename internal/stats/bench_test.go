@@ -25,7 +25,8 @@ var benchFrom = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 
 // BenchmarkStats30Days is `make bench-stats`: the 30-day report of an advertiser that owns
 // 10 million clicks (20 programs, 1,000 affiliates promoting 3 programs each, 3,000 links,
-// 5 sub1 values per link) and 200,000 conversions, in every grouping in UTC, and in
+// 5 sub1 values per link, and the origins of benchOrigin) and 200,000 conversions, in every
+// grouping in UTC, filtered by origin (benchFilters), and in
 // Asia/Kathmandu (+5:45) by day and hour (the quarter-hour rollups) and by link and sub1 (the
 // daily rollups plus the raw rows of the partial days at the range's edges), each against
 // the same grouping in UTC. The rows go into the
@@ -45,7 +46,8 @@ func BenchmarkStats30Days(b *testing.B) {
 	// take the days that are no longer written to.
 	for _, state := range []string{"as-loaded", "merged"} {
 		if state == "merged" {
-			for _, table := range []string{"clicks_daily", "clicks_daily_sub1", "conversions_daily", "clicks_quarterly", "conversions_quarterly"} {
+			for _, table := range []string{"clicks_daily", "clicks_daily_sub1", "conversions_daily", "clicks_quarterly", "conversions_quarterly",
+				"clicks_origin_daily", "conversions_origin_daily"} {
 				if err := conn.Exec(ctx, "OPTIMIZE TABLE "+db+"."+table+" FINAL"); err != nil {
 					b.Fatal(err)
 				}
@@ -53,11 +55,15 @@ func BenchmarkStats30Days(b *testing.B) {
 			settle(b, conn, db)
 		}
 		for _, g := range stats.Groupings {
-			b.Run(state+"/"+string(g), func(b *testing.B) { benchQuery(b, q, g) })
+			b.Run(state+"/"+string(g), func(b *testing.B) { benchQuery(b, q, g, nil) })
+		}
+		// Filtered by where clicks come from: read from the raw clicks (docs/stats.md).
+		for _, f := range benchFilters {
+			b.Run(state+"/filtered/"+f.name, func(b *testing.B) { benchQuery(b, q, f.g, f.where) })
 		}
 		// In pairs, UTC then the zone, so that a shared machine's load weighs on both alike:
 		// the ratio is the figure to compare across runs.
-		for _, g := range []stats.GroupBy{stats.Day, stats.Hour, stats.Link, stats.Sub1} {
+		for _, g := range []stats.GroupBy{stats.Day, stats.Hour, stats.Link, stats.Sub1, stats.Country, stats.City} {
 			b.Run(state+"/paired/"+string(g), func(b *testing.B) { benchPaired(b, q, g) })
 		}
 	}
@@ -66,16 +72,28 @@ func BenchmarkStats30Days(b *testing.B) {
 // benchZone cuts the UTC days at 18:15: its days are a quarter-hour from UTC's.
 const benchZone = "Asia/Kathmandu"
 
-func benchQuery(b *testing.B, q *stats.Service, g stats.GroupBy) {
+// benchFilters are the filtered reports the benchmark runs: one of a small dimension, one of a
+// large one with another grouping.
+var benchFilters = []struct {
+	name  string
+	g     stats.GroupBy
+	where map[string]string
+}{
+	{"device-where-country", stats.Device, map[string]string{"country": "DE"}},
+	{"day-where-hosting", stats.Day, map[string]string{"hosting": "false"}},
+	{"country-where-utm_campaign", stats.Country, map[string]string{"utm_campaign": "c17"}},
+}
+
+func benchQuery(b *testing.B, q *stats.Service, g stats.GroupBy, where map[string]string) {
 	ctx := context.Background()
 	scope := stats.Scope{CompanyID: "co_bench", Kind: identity.Advertiser}
-	p := stats.Params{From: benchFrom, To: benchFrom.AddDate(0, 0, 29), GroupBy: g}
+	p := stats.Params{From: benchFrom, To: benchFrom.AddDate(0, 0, 29), GroupBy: g, Where: where}
 	rows, err := q.Query(ctx, scope, p)
 	if err != nil {
 		b.Fatal(err)
 	}
 	total := stats.Total(rows)
-	if total.Clicks == 0 || total.Conversions.Total != benchConversions {
+	if total.Clicks == 0 || total.Conversions.Total == 0 || where == nil && total.Conversions.Total != benchConversions {
 		b.Fatalf("the report covers %d clicks and %d conversions", total.Clicks, total.Conversions.Total)
 	}
 	latencies := make([]time.Duration, 0, b.N)
@@ -152,6 +170,22 @@ func settle(b *testing.B, conn driver.Conn, db string) {
 	}
 }
 
+// The origin of the benchmark's clicks, from o, a second hash of the row number (a
+// conversion's is its click's): 20 countries with 2,000 cities, 750 ASes of which a tenth
+// hosting, 4 device types, 9 browsers, 8 OSes, 300 referring sites (none for a third), 20 UTM
+// sources and 2,250 campaigns, the ASes, browsers and campaigns spread unevenly as real
+// traffic is (the square of a uniform pick favours the first values).
+const (
+	benchOriginColumns = "region, city, asn, as_org, hosting, device_type, browser, os, referrer_domain, utm_source, utm_medium, utm_campaign"
+	benchOrigin        = `concat('r', toString(o % 2000 % 97)), concat('city', toString(o % 2000)),
+		toUInt32(1 + intDiv((o % 1000) * (o % 1000), 1000)), concat('AS org ', toString(1 + intDiv((o % 1000) * (o % 1000), 1000))),
+		toUInt8(intDiv((o % 1000) * (o % 1000), 1000) % 10 = 0),
+		['desktop', 'mobile', 'mobile', 'tablet', 'other'][intDiv(o, 7) % 5 + 1],
+		concat('browser', toString(intDiv((intDiv(o, 11) % 12) * (intDiv(o, 11) % 12), 12))), concat('os', toString(intDiv(o, 13) % 8)),
+		if(intDiv(o, 17) % 3 = 0, '', concat('site', toString(intDiv(o, 19) % 300), '.com')),
+		concat('src', toString(intDiv(o, 23) % 20)), 'cpc', concat('c', toString(intDiv((intDiv(o, 29) % 3000) * (intDiv(o, 29) % 3000), 3000)))`
+)
+
 // fill inserts the clicks and conversions. h is a hash of the row number, so the dimensions
 // are spread evenly but deterministically.
 func fill(b *testing.B, conn driver.Conn, db string) {
@@ -160,27 +194,39 @@ func fill(b *testing.B, conn driver.Conn, db string) {
 	from := benchFrom.Format(time.DateTime)
 	clicks := `INSERT INTO {db}.clicks (click_id, occurred_at, link_id, program_id, affiliate_id, advertiser_id,
 		promotion_id, sub1, sub2, sub3, sub4, sub5, ip, user_agent, referrer, country, is_bot, is_duplicate,
-		kafka_partition, kafka_offset)
+		kafka_partition, kafka_offset, ` + benchOriginColumns + `)
 	SELECT concat('clk_', toString(number)), toDateTime('` + from + `', 'UTC') + (h % 2592000),
 		concat('lnk_', toString(aff), '_', toString(prg)), concat('prg_', toString(prg)), concat('co_aff_', toString(aff)),
 		'co_bench', '', concat('s', toString(intDiv(h, 7) % 5)), '', '', '', '',
-		'203.0.113.7', 'Mozilla/5.0', '', 'ES', toUInt8(h % 50 = 0), toUInt8(h % 5 = 1), toInt32(number % 6), toInt64(number)
-	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
-	      FROM numbers(` + fmt.Sprint(benchClicks) + `))`
+		'203.0.113.7', 'Mozilla/5.0', '', country, toUInt8(h % 50 = 0), toUInt8(h % 5 = 1), toInt32(number % 6), toInt64(number),
+		` + benchOrigin + `
+	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg, intHash64(h) AS o,
+	             ['DE', 'US', 'FR', 'GB', 'ES', 'IT', 'NL', 'IN', 'BR', 'PL', 'SE', 'AT', 'CH', 'BE', 'CA', 'AU', 'JP', 'MX', 'NP', 'PT'][o % 2000 % 20 + 1] AS country
+	      FROM (SELECT number + {from} AS number FROM numbers(` + fmt.Sprint(benchChunk) + `)))`
 	conversions := `INSERT INTO {db}.conversion_changes (conversion_id, version, sign, status, type, currency, amount,
 		commission, occurred_at, advertiser_id, program_id, affiliate_id, link_id, click_id, sub1, commission_id,
-		external_id, event_id, kafka_partition, kafka_offset, ingested_at)
+		external_id, event_id, kafka_partition, kafka_offset, ingested_at, country, ` + benchOriginColumns + `)
 	SELECT concat('cnv_', toString(number)), toUInt64(1), toInt8(1),
 		['pending', 'approved', 'rejected', 'paid', 'reversed'][h % 5 + 1], 'sale', 'EUR',
 		toInt64(1000 + h % 50000), toInt64(100 + h % 5000), toDateTime('` + from + `', 'UTC') + (h % 2592000),
 		'co_bench', concat('prg_', toString(prg)), concat('co_aff_', toString(aff)),
 		concat('lnk_', toString(aff), '_', toString(prg)), concat('clk_', toString(number)),
-		concat('s', toString(intDiv(h, 7) % 5)), '', '', '', toInt32(0), toInt64(number), now()
-	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
+		concat('s', toString(intDiv(h, 7) % 5)), '', '', '', toInt32(0), toInt64(number), now(), country, ` + benchOrigin + `
+	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg, intHash64(h) AS o,
+	             ['DE', 'US', 'FR', 'GB', 'ES', 'IT', 'NL', 'IN', 'BR', 'PL', 'SE', 'AT', 'CH', 'BE', 'CA', 'AU', 'JP', 'MX', 'NP', 'PT'][o % 2000 % 20 + 1] AS country
 	      FROM numbers(` + fmt.Sprint(benchConversions) + `))`
-	for _, q := range []string{clicks, conversions} {
+	// In chunks: the views by origin unfold each click into twenty rows, and one INSERT of the
+	// whole would outlast the driver's read timeout on a loaded machine.
+	var qs []string
+	for from := 0; from < benchClicks; from += benchChunk {
+		qs = append(qs, strings.ReplaceAll(clicks, "{from}", fmt.Sprint(from)))
+	}
+	for _, q := range append(qs, conversions) {
 		if err := conn.Exec(ctx, strings.ReplaceAll(q, "{db}", db)); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
+
+// benchChunk is the clicks of one INSERT.
+const benchChunk = 500_000

@@ -44,7 +44,7 @@ const (
 )
 
 // Groupings lists every GroupBy, in the order the API documents them.
-var Groupings = []GroupBy{Day, Program, Affiliate, Link, Sub1, Attribution, Hour}
+var Groupings = append([]GroupBy{Day, Program, Affiliate, Link, Sub1, Attribution, Hour}, OriginGroupings...)
 
 // Range limits. A range grouped by hour spans at most MaxHourDays days (744 rows).
 const (
@@ -75,6 +75,10 @@ type Params struct {
 	// currency the conversions in range have: amounts stay per currency (Row.Amounts), and
 	// conversions are counted once whatever their currency.
 	Currency string
+	// Where narrows the report to the clicks of one origin and their conversions: a value
+	// for some of Filters, by name ("country": "DE", "hosting": "false").
+	Where   map[string]string
+	filters []filter
 }
 
 // ParamError is invalid input, naming the parameter.
@@ -104,6 +108,15 @@ type Row struct {
 	LinkID      string
 	Sub1        string
 	Attribution string
+	// Where the group's clicks come from, for the groupings by it; "" (0 for ASN) is a value
+	// ingest could not tell, or clicks and conversions from before it could.
+	Country, Region, City string
+	ASN                   uint32
+	ASOrg                 string
+	Device, Browser, OS   string
+	Referrer              string
+	UTMSource             string
+	UTMCampaign           string
 
 	// Clicks leave out bots; UniqueClicks also leave out the clicks the tracker flagged as a
 	// visitor's repeat.
@@ -232,6 +245,9 @@ func (s *Service) Resolve(p Params) (Params, error) {
 	}
 	loc, err := location(p.TZ)
 	if err != nil {
+		return Params{}, err
+	}
+	if p.filters, err = resolveFilters(p.Where); err != nil {
 		return Params{}, err
 	}
 	p.Location = loc
@@ -385,6 +401,8 @@ var rollupColumns = map[string]string{
 	"clicks_daily_sub1":             "program_id, affiliate_id, sub1",
 	convsDaily:                      "program_id, affiliate_id, link_id, sub1",
 	"conversions_daily_attribution": "program_id, affiliate_id, attribution",
+	"clicks_origin_daily":           "value",
+	"conversions_origin_daily":      "value",
 }
 
 // The figures of a daily rollup's rows, and the same summed from raw clicks or conversion
@@ -392,11 +410,13 @@ var rollupColumns = map[string]string{
 // rows are summed before the union, which then adds thousands of rows rather than a day's
 // clicks).
 const (
-	clickSums      = "clicks, unique_clicks"
-	rawClickSums   = "count() AS clicks, countIf(is_duplicate = 0) AS unique_clicks"
-	convSums       = "currency, status, conversions, sale_amount, commission"
-	rawConvSums    = "currency, status, sum(toInt64(sign)) AS conversions, sum(toDecimal128(sign * amount, 0)) AS sale_amount, sum(toDecimal128(sign * commission, 0)) AS commission"
-	rawConvGroup   = ", currency, status"
+	clickSums    = "clicks, unique_clicks"
+	rawClickSums = "count() AS clicks, countIf(is_duplicate = 0) AS unique_clicks"
+	convSums     = "currency, status, conversions, sale_amount, commission"
+	rawConvSums  = "currency, status, sum(toInt64(sign)) AS conversions, sum(toDecimal128(sign * amount, 0)) AS sale_amount, sum(toDecimal128(sign * commission, 0)) AS commission"
+	rawConvGroup = ", currency, status"
+	// quarterlyScope is the company column of the rollups that hold each row under its
+	// advertiser and again under its affiliate (0010, 0012).
 	quarterlyScope = "company_id"
 )
 
@@ -438,7 +458,27 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	g := groupings[p.GroupBy]
+	g, dim := dimensionGroupings[p.GroupBy]
+	// The rollups by origin hold no program (migration 0012): one program's report by origin
+	// reads its raw clicks, which their sorting key narrows to it for an advertiser.
+	if len(p.filters) > 0 || dim && p.ProgramID != "" {
+		if !dim {
+			g = groupings[p.GroupBy]
+		}
+		return s.rawPlan(col, scope, p, g, p.filters), nil
+	}
+	// The daily rollups' scope column and condition, and what the raw rows of the edges select
+	// and group by to be summed with them (their columns, unless the rollup names them otherwise).
+	dailyScope, dailyCond, dailyArgs := col, "", []any(nil)
+	var rawSelect, rawGroupBy string
+	if dim {
+		// ClickHouse migration 0012: one dimension's range of the rollups by origin.
+		rawSelect, rawGroupBy = g.key+" AS value", "value"
+		g = grouping{clicksTable: "clicks_origin_daily", convsTable: "conversions_origin_daily", column: "value", key: "value", extra: noExtra, set: g.set}
+		dailyScope, dailyCond, dailyArgs = quarterlyScope, " AND dimension = ?", []any{string(p.GroupBy)}
+	} else {
+		g = groupings[p.GroupBy]
+	}
 	pl := plan{p: p, g: g}
 	start, end := p.span()
 	lo, hi := utcDay(start), utcDay(end)
@@ -483,8 +523,8 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		}
 	}
 	daily := func(table string, currency string) (string, []any) {
-		cond := col + " = ? AND day >= toDate(?) AND day <= toDate(?)"
-		args := []any{scope.CompanyID, lo.Format(time.DateOnly), hi.AddDate(0, 0, -1).Format(time.DateOnly)}
+		cond := dailyScope + " = ?" + dailyCond + " AND day >= toDate(?) AND day <= toDate(?)"
+		args := append(append([]any{scope.CompanyID}, dailyArgs...), lo.Format(time.DateOnly), hi.AddDate(0, 0, -1).Format(time.DateOnly))
 		cond, args = p.inProgram(cond, args)
 		cond, args = inCurrency(cond, args, currency)
 		return s.db + "." + table + " WHERE " + cond, args
@@ -519,8 +559,11 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		cond += " AND toDate(occurred_at) IN (" + strings.Join(days, ", ") + ") AND (" + strings.Join(times, " OR ") + ")" + rawCond
 		cond, rawArgs = p.inProgram(cond, rawArgs)
 		cond, rawArgs = inCurrency(cond, rawArgs, currency)
-		parts = append(parts, "SELECT "+rollupColumns[table]+", "+rawSums+" FROM "+s.db+"."+raw+" WHERE "+cond+
-			" GROUP BY "+rollupColumns[table]+rawGroup)
+		selected, groupBy := rollupColumns[table], rollupColumns[table]
+		if rawSelect != "" {
+			selected, groupBy = rawSelect, rawGroupBy
+		}
+		parts = append(parts, "SELECT "+selected+", "+rawSums+" FROM "+s.db+"."+raw+" WHERE "+cond+" GROUP BY "+groupBy+rawGroup)
 		return source{"(" + strings.Join(parts, " UNION ALL ") + ")", append(args, rawArgs...)}
 	}
 	if g.clicksTable != "" {
@@ -681,7 +724,8 @@ func sortRows(rows []Row, g GroupBy) {
 		return
 	}
 	key := func(r Row) string {
-		return r.ProgramID + "\x00" + r.AffiliateID + "\x00" + r.LinkID + "\x00" + r.Sub1 + "\x00" + r.Attribution
+		return strings.Join([]string{r.ProgramID, r.AffiliateID, r.LinkID, r.Sub1, r.Attribution, r.Country, r.Region, r.City,
+			strconv.FormatUint(uint64(r.ASN), 10), r.ASOrg, r.Device, r.Browser, r.OS, r.Referrer, r.UTMSource, r.UTMCampaign}, "\x00")
 	}
 	slices.SortFunc(rows, func(a, b Row) int {
 		switch {

@@ -506,6 +506,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/fraud/backtest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What a rule set would have flagged and held over a past period (advertisers)
+         * @description `rules` has the shape of PATCH /api/programs/{id}/fraud-rules and is validated the same
+         *     way (400 naming `rules.<code>...`). With `program_id` it changes that program's rules as
+         *     they are, over that program's conversions; without, the defaults, over every program of
+         *     the advertiser. The rules that need Postgres data (the customer's e-mail, earlier orders)
+         *     are not evaluated and say why. Nothing is stored or changed.
+         */
+        post: operations["backtestFraudRules"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/fraud/queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The advertiser's flagged and held commissions, newest first, with their clicks (advertisers)
+         * @description Every conversion a fraud rule fired on (shadow rules included) or that is on hold, with its
+         *     risk and, when ClickHouse has its click, the click's evidence. Release or reject them with
+         *     POST /api/conversions/release and POST /api/conversions/reject.
+         */
+        get: operations["listFraudQueue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/integrations/stripe/{token}": {
         parameters: {
             query?: never;
@@ -718,6 +764,17 @@ export interface paths {
          *     groupings list the groups with traffic or conversions, most clicks first, at most
          *     `limit` of them (`has_more` says more exist) while `totals` always covers everything.
          *
+         *     Where clicks come from (docs/tracking.md): grouped by `country`, `region`, `city`,
+         *     `asn`, `device`, `browser`, `os`, `referrer`, `utm_source` or `utm_campaign`, a row
+         *     names its group the way a day row names its day (`{"country": "DE", ...}`; a region
+         *     row also its country, a city row its region and country, an `asn` row its `as_org`).
+         *     A conversion counts under its click's origin. An empty string (0 for `asn`) is clicks
+         *     whose origin is unknown: no database entry, no user agent, no referrer or UTM
+         *     parameter, clicks recorded before enrichment, and conversions without a click. The
+         *     filters `country`, `device`, `browser`, `os`, `asn`, `referrer`, `utm_source`,
+         *     `utm_campaign` and `hosting` narrow every grouping to such clicks and their
+         *     conversions, combined with each other and with `program_id`, `currency` and `tz`.
+         *
          *     Clicks leave out bots; unique clicks also leave out the clicks the tracker flagged as
          *     a visitor's repeat. Conversions are counted in the status their commission has now, on
          *     the day they happened. `sale_amount` and `commission` sum the conversions that earn
@@ -755,7 +812,10 @@ export interface paths {
          *     amounts and EPC; the group's clicks and unique clicks repeat on each of its rows
          *     (sum them over one currency's rows, or ask for one `currency`). A group without
          *     conversions has one row without a currency. Grouped by program, affiliate or link, the
-         *     names of the key ids follow the figures (`program_name`, `affiliate_name`).
+         *     names of the key ids follow the figures (`program_name`, `affiliate_name`). Grouped by
+         *     where clicks come from, the key columns are `country`; `region`, `country`; `city`,
+         *     `region`, `country`; `asn`, `as_org`; `device`; `browser`; `os`; `referrer`;
+         *     `utm_source`; `utm_campaign` (an empty cell, or 0 for `asn`, is an unknown origin).
          *     Otherwise as every export: see docs/exports.md.
          */
         get: operations["partnerApiExportStats"];
@@ -1437,6 +1497,17 @@ export interface paths {
          *     groupings list the groups with traffic or conversions, most clicks first, at most
          *     `limit` of them (`has_more` says more exist) while `totals` always covers everything.
          *
+         *     Where clicks come from (docs/tracking.md): grouped by `country`, `region`, `city`,
+         *     `asn`, `device`, `browser`, `os`, `referrer`, `utm_source` or `utm_campaign`, a row
+         *     names its group the way a day row names its day (`{"country": "DE", ...}`; a region
+         *     row also its country, a city row its region and country, an `asn` row its `as_org`).
+         *     A conversion counts under its click's origin. An empty string (0 for `asn`) is clicks
+         *     whose origin is unknown: no database entry, no user agent, no referrer or UTM
+         *     parameter, clicks recorded before enrichment, and conversions without a click. The
+         *     filters `country`, `device`, `browser`, `os`, `asn`, `referrer`, `utm_source`,
+         *     `utm_campaign` and `hosting` narrow every grouping to such clicks and their
+         *     conversions, combined with each other and with `program_id`, `currency` and `tz`.
+         *
          *     Clicks leave out bots; unique clicks also leave out the clicks the tracker flagged as
          *     a visitor's repeat. Conversions are counted in the status their commission has now, on
          *     the day they happened. `sale_amount` and `commission` sum the conversions that earn
@@ -1474,7 +1545,10 @@ export interface paths {
          *     amounts and EPC; the group's clicks and unique clicks repeat on each of its rows
          *     (sum them over one currency's rows, or ask for one `currency`). A group without
          *     conversions has one row without a currency. Grouped by program, affiliate or link, the
-         *     names of the key ids follow the figures (`program_name`, `affiliate_name`).
+         *     names of the key ids follow the figures (`program_name`, `affiliate_name`). Grouped by
+         *     where clicks come from, the key columns are `country`; `region`, `country`; `city`,
+         *     `region`, `country`; `asn`, `as_org`; `device`; `browser`; `os`; `referrer`;
+         *     `utm_source`; `utm_campaign` (an empty cell, or 0 for `asn`, is an unknown origin).
          *     Otherwise as every export: see docs/exports.md.
          */
         get: operations["exportStats"];
@@ -2024,6 +2098,17 @@ export interface paths {
          *     groupings list the groups with traffic or conversions, most clicks first, at most
          *     `limit` of them (`has_more` says more exist) while `totals` always covers everything.
          *
+         *     Where clicks come from (docs/tracking.md): grouped by `country`, `region`, `city`,
+         *     `asn`, `device`, `browser`, `os`, `referrer`, `utm_source` or `utm_campaign`, a row
+         *     names its group the way a day row names its day (`{"country": "DE", ...}`; a region
+         *     row also its country, a city row its region and country, an `asn` row its `as_org`).
+         *     A conversion counts under its click's origin. An empty string (0 for `asn`) is clicks
+         *     whose origin is unknown: no database entry, no user agent, no referrer or UTM
+         *     parameter, clicks recorded before enrichment, and conversions without a click. The
+         *     filters `country`, `device`, `browser`, `os`, `asn`, `referrer`, `utm_source`,
+         *     `utm_campaign` and `hosting` narrow every grouping to such clicks and their
+         *     conversions, combined with each other and with `program_id`, `currency` and `tz`.
+         *
          *     Clicks leave out bots; unique clicks also leave out the clicks the tracker flagged as
          *     a visitor's repeat. Conversions are counted in the status their commission has now, on
          *     the day they happened. `sale_amount` and `commission` sum the conversions that earn
@@ -2061,7 +2146,10 @@ export interface paths {
          *     amounts and EPC; the group's clicks and unique clicks repeat on each of its rows
          *     (sum them over one currency's rows, or ask for one `currency`). A group without
          *     conversions has one row without a currency. Grouped by program, affiliate or link, the
-         *     names of the key ids follow the figures (`program_name`, `affiliate_name`).
+         *     names of the key ids follow the figures (`program_name`, `affiliate_name`). Grouped by
+         *     where clicks come from, the key columns are `country`; `region`, `country`; `city`,
+         *     `region`, `country`; `asn`, `as_org`; `device`; `browser`; `os`; `referrer`;
+         *     `utm_source`; `utm_campaign` (an empty cell, or 0 for `asn`, is an unknown origin).
          *     Otherwise as every export: see docs/exports.md.
          */
         get: operations["v1ExportStats"];
@@ -2491,6 +2579,30 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "expired";
         };
+        BacktestTally: {
+            amounts: {
+                commission: string;
+                currency: string;
+                sale_amount: string;
+            }[];
+            conversions: number;
+        };
+        ClickEvidence: {
+            as_org: string;
+            asn: number;
+            /** Format: date-time */
+            at: string;
+            browser: string;
+            city: string;
+            country: string;
+            device_type: string;
+            /** @description The network is a hosting, data-centre or VPN one. */
+            hosting: boolean;
+            os: string;
+            referrer: string;
+            referrer_domain: string;
+            region: string;
+        };
         Commission: {
             advertiser_id: string;
             affiliate_id: string;
@@ -2670,11 +2782,18 @@ export interface components {
             click_id?: string;
             commission_amount: string;
             commission_id: string;
+            /** @description The ISO 3166-1 alpha-2 country of the click that won, as ingest enriched it; absent until the click is known (the click loop reads it a second or so after registration, so conversion.created usually lacks it; every later event has it). docs/fraud.md. */
+            country?: string;
             /** @description Present when a coupon code won. */
             coupon_code?: string;
             currency: string;
             /** @description Present when the conversion named a customer. */
             customer_id?: string;
+            /**
+             * @description The device type of the click that won; absent as country is.
+             * @enum {string}
+             */
+            device_type?: "desktop" | "mobile" | "tablet" | "bot" | "other";
             /** @description Only for a conversion reported in another currency: the rate used (one original_currency is worth exchange_rate of currency), an exact decimal string. */
             exchange_rate?: string;
             /** @description The advertiser's order id. */
@@ -2899,10 +3018,10 @@ export interface components {
             value: string;
         };
         /**
-         * @description A fraud rule's reason code (docs/fraud.md, which also lists the codes reserved for the rules still to come).
+         * @description A fraud rule's reason code (docs/fraud.md).
          * @enum {string}
          */
-        FraudReasonCode: "conversion_too_fast" | "conversion_too_slow" | "self_referral" | "disposable_email" | "duplicate_order" | "duplicate_customer";
+        FraudReasonCode: "conversion_too_fast" | "conversion_too_slow" | "self_referral" | "disposable_email" | "duplicate_order" | "duplicate_customer" | "hosting_network" | "country_not_allowed" | "click_velocity" | "paid_ads_click" | "banned_referrer" | "custom_rule";
         FraudRules: {
             /** @description Reason codes switched off, by partnership id. */
             exemptions: {
@@ -2915,7 +3034,7 @@ export interface components {
                 code: components["schemas"]["FraudReasonCode"];
                 enabled: boolean;
                 params: {
-                    [key: string]: number | string[];
+                    [key: string]: number | string[] | string;
                 };
                 shadow: boolean;
                 /**
@@ -3376,7 +3495,7 @@ export interface components {
             /** Format: date */
             from: string;
             /** @enum {string} */
-            group_by: "day" | "program" | "affiliate" | "link" | "sub1" | "attribution" | "hour";
+            group_by: "day" | "program" | "affiliate" | "link" | "sub1" | "attribution" | "hour" | "country" | "region" | "city" | "asn" | "device" | "browser" | "os" | "referrer" | "utm_source" | "utm_campaign";
             has_more: boolean;
             /** Format: date */
             to: string;
@@ -3387,13 +3506,43 @@ export interface components {
              */
             tz: string;
         };
-        /** @description One group. Only the fields of the grouping are present; a link row also names its program and affiliate. */
+        /** @description One group. Only the fields of the grouping are present; a link row also names its program and affiliate, a region row its country, a city row its region and country, an asn row its organisation. Where clicks come from, an empty string (0 for asn) is an origin that is unknown: the dashboard prints it as "Unknown". */
         StatsRow: {
             affiliate_id?: string;
+            /**
+             * @description The autonomous system's organisation; empty when unknown.
+             * @example Deutsche Telekom AG
+             */
+            as_org?: string;
+            /**
+             * @description The autonomous system's number; 0 when unknown.
+             * @example 3320
+             */
+            asn?: number;
             /** @enum {string} */
             attribution?: "click" | "coupon" | "customer";
+            /**
+             * @description The browser's family; empty when unknown.
+             * @example Chrome
+             */
+            browser?: string;
+            /**
+             * @description The city's English name; empty when unknown.
+             * @example Munich
+             */
+            city?: string;
+            /**
+             * @description ISO 3166-1 alpha-2 code; empty when unknown.
+             * @example DE
+             */
+            country?: string;
             /** Format: date */
             day?: string;
+            /**
+             * @description Empty when unknown.
+             * @enum {string}
+             */
+            device?: "desktop" | "mobile" | "tablet" | "bot" | "other" | "";
             /**
              * Format: date-time
              * @description The hour's start in `tz`, with its offset.
@@ -3401,9 +3550,28 @@ export interface components {
              */
             hour?: string;
             link_id?: string;
+            /**
+             * @description The OS family; empty when unknown.
+             * @example Android
+             */
+            os?: string;
             program_id?: string;
+            /**
+             * @description The referring page's registrable domain; empty without one.
+             * @example google.com
+             */
+            referrer?: string;
+            /**
+             * @description The region's English name; empty when unknown.
+             * @example Bavaria
+             */
+            region?: string;
             /** @description Empty for clicks without one. */
             sub1?: string;
+            /** @description Empty without one. */
+            utm_campaign?: string;
+            /** @description Empty without one. */
+            utm_source?: string;
         } & components["schemas"]["StatsFigures"];
         StripeIntegration: {
             /** Format: date-time */
@@ -4034,20 +4202,38 @@ export interface components {
         limit: number;
         /** @description Operators only (`--operator-companies`): the company whose rates to read or write. Anyone else gets 403 `operator_only`. */
         rateCompanyID: string;
+        /** @description Only clicks from this autonomous system (its number, without "AS") and their conversions. */
+        statsASN: number;
+        /** @description Only clicks from this browser family (as rows grouped by browser name it) and their conversions. */
+        statsBrowser: string;
+        /** @description Only clicks from this country (ISO 3166-1 alpha-2, in capitals) and their conversions. */
+        statsCountry: string;
         /** @description ISO 4217 code; only the conversions in this currency count. */
         statsCurrency: string;
+        /** @description Only clicks from this type of device and their conversions. */
+        statsDevice: "desktop" | "mobile" | "tablet" | "bot" | "other";
         /** @description First day of the range in `tz` (default 29 days before `to`). */
         statsFrom: string;
-        /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). */
-        statsGroupBy: "day" | "program" | "affiliate" | "link" | "sub1" | "attribution" | "hour";
+        /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). country, region, city, asn, device, browser, os, referrer (the referring page's registrable domain), utm_source, utm_campaign: where the clicks come from, and their conversions. */
+        statsGroupBy: "day" | "program" | "affiliate" | "link" | "sub1" | "attribution" | "hour" | "country" | "region" | "city" | "asn" | "device" | "browser" | "os" | "referrer" | "utm_source" | "utm_campaign";
+        /** @description Only clicks from data centres, clouds and VPN providers (true) or from elsewhere (false), and their conversions. */
+        statsHosting: boolean;
         /** @description Most rows for the groupings other than day and hour. */
         statsLimit: number;
+        /** @description Only clicks from this OS family (as rows grouped by os name it) and their conversions. */
+        statsOS: string;
         /** @description Only this program (another company's program yields no figures). */
         statsProgramID: string;
+        /** @description Only clicks referred by this registrable domain and their conversions. */
+        statsReferrer: string;
         /** @description The caller's time zone, an IANA name such as Europe/Berlin or Asia/Kolkata: `from`, `to`, the days and the hours are its own. An unknown name is a 400 naming `tz`. */
         statsTZ: string;
         /** @description Last day of the range in `tz`, included (default today there). */
         statsTo: string;
+        /** @description Only clicks whose landing URL had this utm_campaign, and their conversions. */
+        statsUTMCampaign: string;
+        /** @description Only clicks whose landing URL had this utm_source, and their conversions. */
+        statsUTMSource: string;
     };
     requestBodies: {
         ConversionDecision: {
@@ -4901,6 +5087,134 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
         };
     };
+    backtestFraudRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description RFC 3339 time or date: conversions from then (inclusive). */
+                    from: string;
+                    program_id?: string;
+                    rules?: {
+                        [key: string]: {
+                            /** @enum {string} */
+                            action?: "flag" | "hold";
+                            enabled?: boolean;
+                            params?: {
+                                [key: string]: number | string[];
+                            };
+                            shadow?: boolean;
+                        };
+                    };
+                    /** @description RFC 3339 time or date: up to then (exclusive), at most 92 days after from. */
+                    to: string;
+                };
+            };
+        };
+        responses: {
+            /** @description What the rules would have done. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        evaluated: components["schemas"]["BacktestTally"];
+                        flagged: components["schemas"]["BacktestTally"];
+                        /** Format: date-time */
+                        from: string;
+                        held: components["schemas"]["BacktestTally"];
+                        rules: {
+                            /** @enum {string} */
+                            action: "flag" | "hold";
+                            code: components["schemas"]["FraudReasonCode"];
+                            enabled: boolean;
+                            /** @description false: a backtest cannot decide this rule (reason says why). */
+                            evaluated: boolean;
+                            fired: components["schemas"]["BacktestTally"];
+                            reason?: string;
+                            shadow: boolean;
+                        }[];
+                        shadow: components["schemas"]["BacktestTally"];
+                        /** Format: date-time */
+                        to: string;
+                        top_partners: {
+                            affiliate_id: string;
+                            flagged: components["schemas"]["BacktestTally"];
+                            held: components["schemas"]["BacktestTally"];
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            415: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    listFraudQueue: {
+        parameters: {
+            query?: {
+                /** @description held: on hold now; flagged: a rule fired and the commission is not on hold. */
+                state?: "any" | "held" | "flagged";
+                /** @description Only the commissions this rule fired on. */
+                code?: components["schemas"]["FraudReasonCode"];
+                /** @description The commission status. */
+                status?: components["parameters"]["cnvStatus"];
+                program_id?: components["parameters"]["cnvProgramID"];
+                affiliate_id?: components["parameters"]["cnvAffiliateID"];
+                /** @description occurred_at >= from (RFC 3339 time or date). */
+                from?: components["parameters"]["cnvFrom"];
+                /** @description occurred_at < to (RFC 3339 time or date). */
+                to?: components["parameters"]["cnvTo"];
+                limit?: components["parameters"]["limit"];
+                /** @description The next_cursor of the previous page; any other value is a 400 invalid_cursor. */
+                cursor?: components["parameters"]["cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the queue. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: (components["schemas"]["Conversion"] & {
+                            /** @description The click's evidence; null without a click, or before ingest stored it. */
+                            click: components["schemas"]["ClickEvidence"] | null;
+                        })[];
+                        next_cursor: string;
+                    };
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
     receiveStripeEvent: {
         parameters: {
             query?: never;
@@ -5196,12 +5510,30 @@ export interface operations {
                 to?: components["parameters"]["statsTo"];
                 /** @description The caller's time zone, an IANA name such as Europe/Berlin or Asia/Kolkata: `from`, `to`, the days and the hours are its own. An unknown name is a 400 naming `tz`. */
                 tz?: components["parameters"]["statsTZ"];
-                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). */
+                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). country, region, city, asn, device, browser, os, referrer (the referring page's registrable domain), utm_source, utm_campaign: where the clicks come from, and their conversions. */
                 group_by?: components["parameters"]["statsGroupBy"];
                 /** @description Only this program (another company's program yields no figures). */
                 program_id?: components["parameters"]["statsProgramID"];
                 /** @description ISO 4217 code; only the conversions in this currency count. */
                 currency?: components["parameters"]["statsCurrency"];
+                /** @description Only clicks from this country (ISO 3166-1 alpha-2, in capitals) and their conversions. */
+                country?: components["parameters"]["statsCountry"];
+                /** @description Only clicks from this type of device and their conversions. */
+                device?: components["parameters"]["statsDevice"];
+                /** @description Only clicks from this browser family (as rows grouped by browser name it) and their conversions. */
+                browser?: components["parameters"]["statsBrowser"];
+                /** @description Only clicks from this OS family (as rows grouped by os name it) and their conversions. */
+                os?: components["parameters"]["statsOS"];
+                /** @description Only clicks from this autonomous system (its number, without "AS") and their conversions. */
+                asn?: components["parameters"]["statsASN"];
+                /** @description Only clicks referred by this registrable domain and their conversions. */
+                referrer?: components["parameters"]["statsReferrer"];
+                /** @description Only clicks whose landing URL had this utm_source, and their conversions. */
+                utm_source?: components["parameters"]["statsUTMSource"];
+                /** @description Only clicks whose landing URL had this utm_campaign, and their conversions. */
+                utm_campaign?: components["parameters"]["statsUTMCampaign"];
+                /** @description Only clicks from data centres, clouds and VPN providers (true) or from elsewhere (false), and their conversions. */
+                hosting?: components["parameters"]["statsHosting"];
                 /** @description Most rows for the groupings other than day and hour. */
                 limit?: components["parameters"]["statsLimit"];
             };
@@ -5228,12 +5560,30 @@ export interface operations {
                 to?: components["parameters"]["statsTo"];
                 /** @description The caller's time zone, an IANA name such as Europe/Berlin or Asia/Kolkata: `from`, `to`, the days and the hours are its own. An unknown name is a 400 naming `tz`. */
                 tz?: components["parameters"]["statsTZ"];
-                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). */
+                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). country, region, city, asn, device, browser, os, referrer (the referring page's registrable domain), utm_source, utm_campaign: where the clicks come from, and their conversions. */
                 group_by?: components["parameters"]["statsGroupBy"];
                 /** @description Only this program (another company's program yields no figures). */
                 program_id?: components["parameters"]["statsProgramID"];
                 /** @description ISO 4217 code; only the conversions in this currency count. */
                 currency?: components["parameters"]["statsCurrency"];
+                /** @description Only clicks from this country (ISO 3166-1 alpha-2, in capitals) and their conversions. */
+                country?: components["parameters"]["statsCountry"];
+                /** @description Only clicks from this type of device and their conversions. */
+                device?: components["parameters"]["statsDevice"];
+                /** @description Only clicks from this browser family (as rows grouped by browser name it) and their conversions. */
+                browser?: components["parameters"]["statsBrowser"];
+                /** @description Only clicks from this OS family (as rows grouped by os name it) and their conversions. */
+                os?: components["parameters"]["statsOS"];
+                /** @description Only clicks from this autonomous system (its number, without "AS") and their conversions. */
+                asn?: components["parameters"]["statsASN"];
+                /** @description Only clicks referred by this registrable domain and their conversions. */
+                referrer?: components["parameters"]["statsReferrer"];
+                /** @description Only clicks whose landing URL had this utm_source, and their conversions. */
+                utm_source?: components["parameters"]["statsUTMSource"];
+                /** @description Only clicks whose landing URL had this utm_campaign, and their conversions. */
+                utm_campaign?: components["parameters"]["statsUTMCampaign"];
+                /** @description Only clicks from data centres, clouds and VPN providers (true) or from elsewhere (false), and their conversions. */
+                hosting?: components["parameters"]["statsHosting"];
             };
             header?: never;
             path?: never;
@@ -6158,9 +6508,9 @@ export interface operations {
                             /** @enum {string} */
                             action?: "flag" | "hold";
                             enabled?: boolean;
-                            /** @description min_seconds (conversion_too_fast, 1 to 3600), max_seconds (conversion_too_slow, 60 to 31536000), extra_domains (disposable_email, at most 500 domains). */
+                            /** @description min_seconds (conversion_too_fast, 1 to 3600), max_seconds (conversion_too_slow, 60 to 31536000), extra_domains (disposable_email, at most 500 domains), countries (country_not_allowed, the allowed ISO 3166-1 alpha-2 codes, at most 250), max_clicks (click_velocity, 1 to 10000) and window_seconds (click_velocity, 1 to 86400), allowed (paid_ads_click, the click ids allowed), patterns (banned_referrer, domains or *.domain, at most 500), expression (custom_rule, a CEL expression giving a bool, at most 2048 characters, compiled when saved: a 400 carries the compiler's message). */
                             params?: {
-                                [key: string]: number | string[];
+                                [key: string]: number | string[] | string;
                             };
                             /** @description Decide and record, never act. */
                             shadow?: boolean;
@@ -6829,12 +7179,30 @@ export interface operations {
                 to?: components["parameters"]["statsTo"];
                 /** @description The caller's time zone, an IANA name such as Europe/Berlin or Asia/Kolkata: `from`, `to`, the days and the hours are its own. An unknown name is a 400 naming `tz`. */
                 tz?: components["parameters"]["statsTZ"];
-                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). */
+                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). country, region, city, asn, device, browser, os, referrer (the referring page's registrable domain), utm_source, utm_campaign: where the clicks come from, and their conversions. */
                 group_by?: components["parameters"]["statsGroupBy"];
                 /** @description Only this program (another company's program yields no figures). */
                 program_id?: components["parameters"]["statsProgramID"];
                 /** @description ISO 4217 code; only the conversions in this currency count. */
                 currency?: components["parameters"]["statsCurrency"];
+                /** @description Only clicks from this country (ISO 3166-1 alpha-2, in capitals) and their conversions. */
+                country?: components["parameters"]["statsCountry"];
+                /** @description Only clicks from this type of device and their conversions. */
+                device?: components["parameters"]["statsDevice"];
+                /** @description Only clicks from this browser family (as rows grouped by browser name it) and their conversions. */
+                browser?: components["parameters"]["statsBrowser"];
+                /** @description Only clicks from this OS family (as rows grouped by os name it) and their conversions. */
+                os?: components["parameters"]["statsOS"];
+                /** @description Only clicks from this autonomous system (its number, without "AS") and their conversions. */
+                asn?: components["parameters"]["statsASN"];
+                /** @description Only clicks referred by this registrable domain and their conversions. */
+                referrer?: components["parameters"]["statsReferrer"];
+                /** @description Only clicks whose landing URL had this utm_source, and their conversions. */
+                utm_source?: components["parameters"]["statsUTMSource"];
+                /** @description Only clicks whose landing URL had this utm_campaign, and their conversions. */
+                utm_campaign?: components["parameters"]["statsUTMCampaign"];
+                /** @description Only clicks from data centres, clouds and VPN providers (true) or from elsewhere (false), and their conversions. */
+                hosting?: components["parameters"]["statsHosting"];
                 /** @description Most rows for the groupings other than day and hour. */
                 limit?: components["parameters"]["statsLimit"];
             };
@@ -6860,12 +7228,30 @@ export interface operations {
                 to?: components["parameters"]["statsTo"];
                 /** @description The caller's time zone, an IANA name such as Europe/Berlin or Asia/Kolkata: `from`, `to`, the days and the hours are its own. An unknown name is a 400 naming `tz`. */
                 tz?: components["parameters"]["statsTZ"];
-                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). */
+                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). country, region, city, asn, device, browser, os, referrer (the referring page's registrable domain), utm_source, utm_campaign: where the clicks come from, and their conversions. */
                 group_by?: components["parameters"]["statsGroupBy"];
                 /** @description Only this program (another company's program yields no figures). */
                 program_id?: components["parameters"]["statsProgramID"];
                 /** @description ISO 4217 code; only the conversions in this currency count. */
                 currency?: components["parameters"]["statsCurrency"];
+                /** @description Only clicks from this country (ISO 3166-1 alpha-2, in capitals) and their conversions. */
+                country?: components["parameters"]["statsCountry"];
+                /** @description Only clicks from this type of device and their conversions. */
+                device?: components["parameters"]["statsDevice"];
+                /** @description Only clicks from this browser family (as rows grouped by browser name it) and their conversions. */
+                browser?: components["parameters"]["statsBrowser"];
+                /** @description Only clicks from this OS family (as rows grouped by os name it) and their conversions. */
+                os?: components["parameters"]["statsOS"];
+                /** @description Only clicks from this autonomous system (its number, without "AS") and their conversions. */
+                asn?: components["parameters"]["statsASN"];
+                /** @description Only clicks referred by this registrable domain and their conversions. */
+                referrer?: components["parameters"]["statsReferrer"];
+                /** @description Only clicks whose landing URL had this utm_source, and their conversions. */
+                utm_source?: components["parameters"]["statsUTMSource"];
+                /** @description Only clicks whose landing URL had this utm_campaign, and their conversions. */
+                utm_campaign?: components["parameters"]["statsUTMCampaign"];
+                /** @description Only clicks from data centres, clouds and VPN providers (true) or from elsewhere (false), and their conversions. */
+                hosting?: components["parameters"]["statsHosting"];
             };
             header?: never;
             path?: never;
@@ -7797,12 +8183,30 @@ export interface operations {
                 to?: components["parameters"]["statsTo"];
                 /** @description The caller's time zone, an IANA name such as Europe/Berlin or Asia/Kolkata: `from`, `to`, the days and the hours are its own. An unknown name is a 400 naming `tz`. */
                 tz?: components["parameters"]["statsTZ"];
-                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). */
+                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). country, region, city, asn, device, browser, os, referrer (the referring page's registrable domain), utm_source, utm_campaign: where the clicks come from, and their conversions. */
                 group_by?: components["parameters"]["statsGroupBy"];
                 /** @description Only this program (another company's program yields no figures). */
                 program_id?: components["parameters"]["statsProgramID"];
                 /** @description ISO 4217 code; only the conversions in this currency count. */
                 currency?: components["parameters"]["statsCurrency"];
+                /** @description Only clicks from this country (ISO 3166-1 alpha-2, in capitals) and their conversions. */
+                country?: components["parameters"]["statsCountry"];
+                /** @description Only clicks from this type of device and their conversions. */
+                device?: components["parameters"]["statsDevice"];
+                /** @description Only clicks from this browser family (as rows grouped by browser name it) and their conversions. */
+                browser?: components["parameters"]["statsBrowser"];
+                /** @description Only clicks from this OS family (as rows grouped by os name it) and their conversions. */
+                os?: components["parameters"]["statsOS"];
+                /** @description Only clicks from this autonomous system (its number, without "AS") and their conversions. */
+                asn?: components["parameters"]["statsASN"];
+                /** @description Only clicks referred by this registrable domain and their conversions. */
+                referrer?: components["parameters"]["statsReferrer"];
+                /** @description Only clicks whose landing URL had this utm_source, and their conversions. */
+                utm_source?: components["parameters"]["statsUTMSource"];
+                /** @description Only clicks whose landing URL had this utm_campaign, and their conversions. */
+                utm_campaign?: components["parameters"]["statsUTMCampaign"];
+                /** @description Only clicks from data centres, clouds and VPN providers (true) or from elsewhere (false), and their conversions. */
+                hosting?: components["parameters"]["statsHosting"];
                 /** @description Most rows for the groupings other than day and hour. */
                 limit?: components["parameters"]["statsLimit"];
             };
@@ -7828,12 +8232,30 @@ export interface operations {
                 to?: components["parameters"]["statsTo"];
                 /** @description The caller's time zone, an IANA name such as Europe/Berlin or Asia/Kolkata: `from`, `to`, the days and the hours are its own. An unknown name is a 400 naming `tz`. */
                 tz?: components["parameters"]["statsTZ"];
-                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). */
+                /** @description attribution: conversions by what attributed them (click, coupon, customer); its rows have no clicks. hour: every hour of the range in `tz` (at most 31 days). country, region, city, asn, device, browser, os, referrer (the referring page's registrable domain), utm_source, utm_campaign: where the clicks come from, and their conversions. */
                 group_by?: components["parameters"]["statsGroupBy"];
                 /** @description Only this program (another company's program yields no figures). */
                 program_id?: components["parameters"]["statsProgramID"];
                 /** @description ISO 4217 code; only the conversions in this currency count. */
                 currency?: components["parameters"]["statsCurrency"];
+                /** @description Only clicks from this country (ISO 3166-1 alpha-2, in capitals) and their conversions. */
+                country?: components["parameters"]["statsCountry"];
+                /** @description Only clicks from this type of device and their conversions. */
+                device?: components["parameters"]["statsDevice"];
+                /** @description Only clicks from this browser family (as rows grouped by browser name it) and their conversions. */
+                browser?: components["parameters"]["statsBrowser"];
+                /** @description Only clicks from this OS family (as rows grouped by os name it) and their conversions. */
+                os?: components["parameters"]["statsOS"];
+                /** @description Only clicks from this autonomous system (its number, without "AS") and their conversions. */
+                asn?: components["parameters"]["statsASN"];
+                /** @description Only clicks referred by this registrable domain and their conversions. */
+                referrer?: components["parameters"]["statsReferrer"];
+                /** @description Only clicks whose landing URL had this utm_source, and their conversions. */
+                utm_source?: components["parameters"]["statsUTMSource"];
+                /** @description Only clicks whose landing URL had this utm_campaign, and their conversions. */
+                utm_campaign?: components["parameters"]["statsUTMCampaign"];
+                /** @description Only clicks from data centres, clouds and VPN providers (true) or from elsewhere (false), and their conversions. */
+                hosting?: components["parameters"]["statsHosting"];
             };
             header?: never;
             path?: never;

@@ -1,4 +1,4 @@
-// Small SVG charts of daily series: bars (stacked when there are several series) or a line.
+// Small SVG charts of daily (or hourly) series: bars (stacked when there are several series) or a line.
 // Every mark carries a <title> (a tooltip), the picture a summary for screen readers, and a
 // hidden table repeats the figures.
 import { fmt, t } from './boot.js';
@@ -23,13 +23,21 @@ function niceMax(v) {
   return 10 * p;
 }
 
+// dayTicks labels every day of a short range, every few days of a longer one.
+const dayTicks = (d, i, all) => (i % Math.ceil(all.length / 8) === 0 ? fmt.day(d) : '');
+
 /**
  * chart draws into el.
- * days: ['YYYY-MM-DD', ...]; series: [{key, label, values: [number], cls}];
- * format: value -> text; type: 'bar' | 'line'.
+ * days: the x values, ['YYYY-MM-DD', ...] unless the other options say how to read them;
+ * series: [{key, label, values: [number], cls}]; format: value -> text; type: 'bar' | 'line'.
+ * Other x values (hours) bring their words: name (an x value in a tooltip), full (its row of
+ * the hidden table), tick ((x, i, all) -> its axis label, '' for none) and keyLabel (the
+ * heading of the hidden table's x column). width is the drawing's, in the units of its text: a
+ * chart across a wide page is drawn wider rather than scaled up, letters and all.
  */
-export function chart(el, { days, series, format, type = 'bar', label, integer = false }) {
-  const plotW = W - PAD.left - PAD.right, plotH = H - PAD.top - PAD.bottom;
+export function chart(el, { days, series, format, type = 'bar', label, integer = false,
+  name = fmt.day, full = fmt.date, tick = dayTicks, keyLabel = t('common.day'), width = W }) {
+  const plotW = width - PAD.left - PAD.right, plotH = H - PAD.top - PAD.bottom;
   const totals = days.map((_, i) => series.reduce((a, sr) => a + (type === 'bar' ? sr.values[i] : 0), 0));
   let max = niceMax(type === 'bar' ? Math.max(0, ...totals) : Math.max(0, ...series.flatMap((sr) => sr.values)));
   // Counts get whole-number gridlines.
@@ -38,16 +46,16 @@ export function chart(el, { days, series, format, type = 'bar', label, integer =
   const step = plotW / Math.max(1, days.length);
   const sum = series.map((sr) => sr.values.reduce((a, b) => a + b, 0));
 
-  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', class: `chart-svg ${type}`,
+  const svg = s('svg', { viewBox: `0 0 ${width} ${H}`, role: 'img', class: `chart-svg ${type}`,
     'aria-label': `${label}: ${series.map((sr, i) => `${sr.label} ${format(sum[i])}`).join(', ')}` });
   for (let i = 0; i <= 4; i++) {
     const v = (max / 4) * i;
-    svg.append(s('line', { x1: PAD.left, x2: W - PAD.right, y1: y(v), y2: y(v), class: 'grid' }),
+    svg.append(s('line', { x1: PAD.left, x2: width - PAD.right, y1: y(v), y2: y(v), class: 'grid' }),
       s('text', { x: PAD.left - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'axis' }, format(v)));
   }
-  const every = Math.ceil(days.length / 8);
   days.forEach((d, i) => {
-    if (i % every === 0) svg.append(s('text', { x: PAD.left + step * (i + 0.5), y: H - 8, 'text-anchor': 'middle', class: 'axis' }, fmt.day(d)));
+    const text = tick(d, i, days);
+    if (text) svg.append(s('text', { x: PAD.left + step * (i + 0.5), y: H - 8, 'text-anchor': 'middle', class: 'axis' }, text));
   });
   if (type === 'bar') {
     days.forEach((d, i) => {
@@ -56,7 +64,7 @@ export function chart(el, { days, series, format, type = 'bar', label, integer =
         const v = sr.values[i];
         if (v > 0) {
           svg.append(s('rect', { x: PAD.left + step * i + step * 0.15, width: Math.max(1, step * 0.7), y: y(base + v), height: y(base) - y(base + v), class: `mark ${sr.cls}` },
-            s('title', {}, `${fmt.day(d)} · ${sr.label}: ${format(v)}`)));
+            s('title', {}, `${name(d)} · ${sr.label}: ${format(v)}`)));
         }
         base += v;
       });
@@ -66,7 +74,7 @@ export function chart(el, { days, series, format, type = 'bar', label, integer =
       const pts = sr.values.map((v, i) => `${PAD.left + step * (i + 0.5)},${y(v)}`).join(' ');
       svg.append(s('polyline', { points: pts, class: `line ${sr.cls}` }));
       sr.values.forEach((v, i) => svg.append(s('circle', { cx: PAD.left + step * (i + 0.5), cy: y(v), r: 3, class: `mark ${sr.cls}` },
-        s('title', {}, `${fmt.day(days[i])} · ${sr.label}: ${format(v)}`))));
+        s('title', {}, `${name(days[i])} · ${sr.label}: ${format(v)}`))));
     });
   }
   el.replaceChildren(svg);
@@ -78,6 +86,6 @@ export function chart(el, { days, series, format, type = 'bar', label, integer =
   // and would leave its whole height as blank space below the charts.
   el.append(h('div', { class: 'visually-hidden' }, h('table', {},
     h('caption', {}, label),
-    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('common.day')), series.map((sr) => h('th', { scope: 'col' }, sr.label)))),
-    h('tbody', {}, days.map((d, i) => h('tr', {}, h('th', { scope: 'row' }, fmt.date(d)), series.map((sr) => h('td', {}, format(sr.values[i])))))))));
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, keyLabel), series.map((sr) => h('th', { scope: 'col' }, sr.label)))),
+    h('tbody', {}, days.map((d, i) => h('tr', {}, h('th', { scope: 'row' }, full(d)), series.map((sr) => h('td', {}, format(sr.values[i])))))))));
 }

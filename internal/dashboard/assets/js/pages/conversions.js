@@ -1,6 +1,7 @@
 import { api, withQuery } from '../api.js';
 import { boot, fmt, t } from '../boot.js';
-import { badge, clearFieldErrors, clearFlash, flash, h, rowAction, showError, table } from '../ui.js';
+import { decide as decideBulk, pager, selectColumn } from '../bulk.js';
+import { badge, clearFieldErrors, clearFlash, h, rowAction, table } from '../ui.js';
 
 const form = document.getElementById('filter-form');
 const container = document.getElementById('conversions');
@@ -13,15 +14,13 @@ const count = document.getElementById('selected-count');
 const decideForm = document.getElementById('decide-form');
 const advertiser = boot.kind === 'advertiser';
 const canDecide = advertiser && boot.role !== 'member';
-let rows = [];
-let cursor = '';
 const selected = new Set();
 
 function filters() {
   return { status: form.status.value, from: form.from.value, to: form.to.value };
 }
 
-function query() {
+function query(cursor) {
   return { ...filters(), limit: 50, cursor };
 }
 
@@ -64,32 +63,19 @@ function render() {
     { label: t('common.status'), render: (c) => badge(c.commission.status) },
   ];
   if (canDecide) {
-    columns.unshift({ label: t('conversions.select'), render: (c) => (c.commission.status === 'pending'
-      ? h('input', { type: 'checkbox', 'aria-label': t('conversions.select_one', { order: c.external_id }), checked: selected.has(c.id),
-        onchange: (e) => { e.target.checked ? selected.add(c.id) : selected.delete(c.id); updateSelection(); } })
-      : '') });
+    columns.unshift(selectColumn(selected, updateSelection, (c) => c.commission.status === 'pending'));
     columns.push({ label: t('common.actions'), render: (c) => (c.commission.status === 'pending' ? h('div', { class: 'row' },
       h('button', { type: 'button', onclick: () => decide(c, 'approve'), 'aria-label': t('conversions.approve_one', { order: c.external_id }) }, t('conversions.approve')),
       h('button', { type: 'button', class: 'danger', onclick: () => decide(c, 'reject'), 'aria-label': t('conversions.reject_one', { order: c.external_id }) }, t('conversions.reject'))) : '') });
   }
-  table(container, columns, rows, { caption: t('page.conversions.title'), empty: t('conversions.empty') });
-  more.hidden = !cursor;
+  table(container, columns, list.rows, { caption: t('page.conversions.title'), empty: t('conversions.empty') });
+  more.hidden = !list.cursor;
   updateSelection();
 }
 
-async function load(append = false) {
-  if (!append) { cursor = ''; rows = []; selected.clear(); }
-  try {
-    const page = await api.get('/api/conversions', query());
-    clearFieldErrors(form);
-    rows = rows.concat(page.data);
-    cursor = page.next_cursor;
-    render();
-  } catch (err) {
-    // A refused filter is marked on its field.
-    showError(err, form);
-  }
-}
+// A refused filter is marked on its field.
+const list = pager('/api/conversions', query, form, selected, render);
+const load = list.load;
 
 // reasonBody is the body of a decision: a rejection carries the reason typed, if any.
 function reasonBody(action, body = {}) {
@@ -125,18 +111,8 @@ async function decideMany(action) {
   const d = bulkDecisions[action];
   const ids = [...selected];
   const body = reasonBody(action, { ids });
-  try {
-    await api.post(`/api/conversions/${action}`, body);
-    if (body.reason) decideForm.reason.value = '';
-    flash(d.done(fmt.number(ids.length)));
-    await load();
-  } catch (err) {
-    const failures = err.problem && err.problem.failures;
-    if (failures) {
-      flash(d.failed(fmt.number(failures.length)), 'error');
-    } else {
-      showError(err, decideForm);
-    }
+  if (await decideBulk(`/api/conversions/${action}`, body, d.done(fmt.number(ids.length)), d.failed, decideForm, load) && body.reason) {
+    decideForm.reason.value = '';
   }
 }
 

@@ -1,0 +1,2 @@
+DROP INDEX fraud_verdicts_code;
+DROP TABLE fraud_summaries;
