@@ -176,7 +176,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 		func(ctx context.Context) {
 			pgstore.Listen(ctx, p.pg, pgstore.Subscription{Channel: links.ChangedChannel, Notify: resolver.Invalidate, Reset: resolver.Reset, Log: log})
 		},
-		func(ctx context.Context) { _ = conversions.AutoApproval{Service: cnv, Log: log}.Run(ctx) },
+		func(ctx context.Context) { _ = conversions.AutoApproval{Service: cnv, Interval: s.api.AutoApprovalInterval, Log: log}.Run(ctx) },
 		conversions.ClickRules{Service: cnv, Log: log}.Run,
 		func(ctx context.Context) { run.Every(ctx, time.Hour, log, "prune sign-in state", deps.prune) },
 		hourly("prune idempotency keys", idem.Prune),

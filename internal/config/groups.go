@@ -229,6 +229,8 @@ type API struct {
 	PostbackLimitRequests int
 	FailedAuthLimit       int
 	WebhookSecretWait     time.Duration
+	// AutoApprovalInterval is how often commissions whose hold days ended are approved.
+	AutoApprovalInterval time.Duration
 	// OperatorCompanies run the platform: their owners and admins keep every company's
 	// exchange rates.
 	OperatorCompanies []string
@@ -249,6 +251,7 @@ func (a *API) Register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&a.TrustedProxies, "trusted-proxies", nil, "comma-separated address ranges (or addresses) of the proxies in front of the api, such as an ingress controller's pods: from them the client address is taken from X-Forwarded-For (or a PROXY protocol header); empty trusts none and the client is the connection's peer")
 	fs.BoolVar(&a.ProxyProtocol, "proxy-protocol", false, "accept a PROXY protocol header (v1 or v2) from --trusted-proxies on the api's connections, for a TCP load balancer in front; a header from any other peer closes the connection")
 	fs.DurationVar(&a.WebhookSecretWait, "webhook-secret-wait", 10*time.Second, "how long creating or rotating a webhook waits for the controller to publish its secret")
+	fs.DurationVar(&a.AutoApprovalInterval, "auto-approval-interval", time.Minute, "how often each api replica approves the commissions whose program's hold days have ended (and no rule holds)")
 }
 
 func (a *API) Validate() error {
@@ -276,6 +279,9 @@ func (a *API) Validate() error {
 		if !ids.Valid(ids.Company, id) {
 			return Invalid("operator-companies", fmt.Errorf("%q is not a company id (co_...)", id))
 		}
+	}
+	if a.AutoApprovalInterval < time.Second || a.AutoApprovalInterval > time.Hour {
+		return Invalid("auto-approval-interval", errors.New("must be between 1s and 1h"))
 	}
 	if a.WebhookSecretWait < time.Second || a.WebhookSecretWait > time.Minute {
 		return Invalid("webhook-secret-wait", errors.New("must be between 1s and 1m"))

@@ -69,7 +69,7 @@ func TestJourneyFraud(t *testing.T) {
 		enrichtest.Network{CIDR: "8.8.8.0/24", ASN: 15169, Org: "GOOGLE"}, // on the shipped hosting list
 		enrichtest.Network{CIDR: "203.0.113.0/24", ASN: 3320, Org: "Deutsche Telekom AG"},
 		enrichtest.Network{CIDR: "198.51.100.0/24", ASN: 3215, Org: "Orange S.A."})
-	s := newStack(t, withArgs("api", "--trusted-proxies", "127.0.0.1"), withArgs("ingest", "--asn-db", asnDB))
+	s := newStack(t, withArgs("api", "--trusted-proxies", "127.0.0.1", "--auto-approval-interval", "2s"), withArgs("ingest", "--asn-db", asnDB))
 	w := setUp(t, s) // the honest affiliate is w.aff, with its link
 	keys, err := clickid.ParseKeys(s.clickIDKeys)
 	if err != nil {
@@ -172,12 +172,13 @@ func TestJourneyFraud(t *testing.T) {
 		t.Fatalf("journey: approving a held commission answered %d %v %s, want 409 commission_held", status, err, body)
 	}
 
-	// The api's auto-approval runs every minute: wait for it to approve the honest orders.
-	deadline := time.Now().Add(150 * time.Second)
+	// The api's auto-approval runs every 2 s here (a minute by default): wait for it to
+	// approve the honest orders.
+	deadline := time.Now().Add(60 * time.Second)
 	for _, h := range honest {
 		for w.conversion(t, w.adv, h.ID).Commission.Status != events.CommissionApproved {
 			if time.Now().After(deadline) {
-				t.Fatalf("journey: the honest conversion %s was not approved automatically within 150 s", h.ID)
+				t.Fatalf("journey: the honest conversion %s was not approved automatically within 60 s", h.ID)
 			}
 			time.Sleep(time.Second)
 		}
