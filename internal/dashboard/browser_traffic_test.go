@@ -187,7 +187,7 @@ func TestBrowserTrafficShowsWhereClicksComeFrom(t *testing.T) {
 				brand.checkFits(where)
 				brand.checkAxe(where, axe)
 			}
-			// The navigation, one entry longer, keeps one row where it starts to (1024 px).
+			// At 1024 px the navigation folds behind the menu button: nothing scrolls sideways.
 			brand.viewport(1024, 768)
 			brand.checkFits(fmt.Sprintf("the traffic page (%s, 1024 px)", lang))
 			brand.viewport(1280, 800)

@@ -153,7 +153,7 @@ func TestAReplicatedClickHouseKeepsFiguresExactThroughAStoppedReplica(t *testing
 			}
 			return n == 0, fmt.Sprintf("replica %d still holds %d raw rows of a dropped month", i, n)
 		})
-		assertExact(t, c, db, union(d1, d2, d3), "after retention", stats.Groupings...)
+		assertExact(t, c, db, union(d1, d2, d3), "after retention", ingestGroupings...)
 	}
 	t.Logf("ZooKeeper, the servers and the migrations took %s, the rest of the test %s", ready.Sub(t0), time.Since(ready))
 }
