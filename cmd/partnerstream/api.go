@@ -148,7 +148,8 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	srv.MountPayouts(cnv)
 	srv.MountRates(rates.New(p.pg, nil), httpapi.RatesOptions{Operators: s.api.OperatorCompanies})
 	srv.MountConversionPostback(cnv)
-	srv.MountIntegrations(billing.New(p.pg, cnv, billing.Options{Log: log}))
+	stripe := billing.New(p.pg, cnv, billing.Options{Log: log})
+	srv.MountIntegrations(stripe)
 	srv.MountScript(trackscript.New(p.pg, deps.users, clicks))
 	st := stats.New(p.ch, s.ch.Database, stats.Options{})
 	srv.MountStats(st)
@@ -181,6 +182,7 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 		func(ctx context.Context) { run.Every(ctx, time.Hour, log, "prune sign-in state", deps.prune) },
 		hourly("prune idempotency keys", idem.Prune),
 		hourly("prune postback secrets", pbs.PruneExpired),
+		hourly("prune Stripe event ids", stripe.Prune),
 		hourly("prune outbox", func(ctx context.Context) (int64, error) { return relay.Prune(ctx, 7*24*time.Hour) }),
 	}
 	if deps.mailer != nil {
