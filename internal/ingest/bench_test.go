@@ -181,7 +181,10 @@ func BenchmarkIngestThroughput(b *testing.B) {
 			b.Fatalf("the rollup counts %d clicks, want %d", got, len(clicks))
 		}
 		brokerCPU, ingestCH, ingestBusy = append(brokerCPU, self), append(ingestCH, ch), append(ingestBusy, busy)
+		originRows := e.originRows(b)
 		ingestCHMerged = append(ingestCHMerged, m.merged(b, len(clicks)))
+		b.Logf("round %d: the rollups by origin hold %.2f rows per click as inserted, %.2f once merged", len(ingestCPU),
+			float64(originRows)/float64(len(clicks)), float64(e.originRows(b))/float64(len(clicks)))
 		ingestRSS = append(ingestRSS, ing.peakRSS())
 		ing.stop(b)
 		r := len(rawRates) - 1
@@ -204,6 +207,11 @@ func BenchmarkIngestThroughput(b *testing.B) {
 		"ClickHouse server: %.2f µs/event for ingest, %.2f µs/row for the raw insert (%.2f and %.2f with the merges they leave); cores busy: %.0f%% during ingest, %.0f%% during the raw insert (load average %s)",
 		len(clicks), len(rawRates), rawRate, ingestRate, 100*median(ratios), median(ingestCPU), median(rawCPU), median(brokerCPU),
 		median(ingestCH), median(rawCH), median(ingestCHMerged), median(rawCHMerged), median(ingestBusy), median(rawBusy), procstat.LoadAverage())
+}
+
+// originRows is how many rows the clicks' rollups by origin hold (migrations 0012, 0013).
+func (e *env) originRows(b *testing.B) uint64 {
+	return e.count(b, "SELECT count() FROM "+e.db+".clicks_origin_daily") + e.count(b, "SELECT count() FROM "+e.db+".clicks_origin_small_daily")
 }
 
 // quiesce waits until ClickHouse has finished the background merges of the side before, so

@@ -47,7 +47,7 @@ func BenchmarkStats30Days(b *testing.B) {
 	for _, state := range []string{"as-loaded", "merged"} {
 		if state == "merged" {
 			for _, table := range []string{"clicks_daily", "clicks_daily_sub1", "conversions_daily", "clicks_quarterly", "conversions_quarterly",
-				"clicks_origin_daily", "conversions_origin_daily"} {
+				"clicks_origin_daily", "clicks_origin_small_daily", "conversions_origin_daily"} {
 				if err := conn.Exec(ctx, "OPTIMIZE TABLE "+db+"."+table+" FINAL"); err != nil {
 					b.Fatal(err)
 				}

@@ -403,7 +403,15 @@ var rollupColumns = map[string]string{
 	"conversions_daily_attribution": "program_id, affiliate_id, attribution",
 	"clicks_origin_daily":           "value",
 	"conversions_origin_daily":      "value",
+	clicksOriginSmall:               "value",
 }
+
+// clicksOriginSmall is the rollup of the clicks' small dimensions side by side (migration
+// 0013), and smallOriginColumns its column of each: a report by one of them sums its
+// combinations with the others, and clicks_origin_daily holds the large dimensions only.
+const clicksOriginSmall = "clicks_origin_small_daily"
+
+var smallOriginColumns = map[GroupBy]string{Country: "CAST(country AS String)", Device: "device_type", Browser: "browser", OS: "os"}
 
 // The figures of a daily rollup's rows, and the same summed from raw clicks or conversion
 // changes as the materialized views sum them (by the rollup's columns and rawGroup: the raw
@@ -475,6 +483,9 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		// ClickHouse migration 0012: one dimension's range of the rollups by origin.
 		rawSelect, rawGroupBy = g.key+" AS value", "value"
 		g = grouping{clicksTable: "clicks_origin_daily", convsTable: "conversions_origin_daily", column: "value", key: "value", extra: noExtra, set: g.set}
+		if smallOriginColumns[p.GroupBy] != "" {
+			g.clicksTable = clicksOriginSmall
+		}
 		dailyScope, dailyCond, dailyArgs = quarterlyScope, " AND dimension = ?", []any{string(p.GroupBy)}
 	} else {
 		g = groupings[p.GroupBy]
@@ -523,6 +534,12 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		}
 	}
 	daily := func(table string, currency string) (string, []any) {
+		if table == clicksOriginSmall {
+			// One column of the small dimensions' rollup, as the value the others' rows are keyed by.
+			cond := quarterlyScope + " = ? AND day >= toDate(?) AND day <= toDate(?)"
+			args := []any{scope.CompanyID, lo.Format(time.DateOnly), hi.AddDate(0, 0, -1).Format(time.DateOnly)}
+			return "(SELECT " + smallOriginColumns[p.GroupBy] + " AS value, " + clickSums + " FROM " + s.db + "." + table + " WHERE " + cond + ")", args
+		}
 		cond := dailyScope + " = ?" + dailyCond + " AND day >= toDate(?) AND day <= toDate(?)"
 		args := append(append([]any{scope.CompanyID}, dailyArgs...), lo.Format(time.DateOnly), hi.AddDate(0, 0, -1).Format(time.DateOnly))
 		cond, args = p.inProgram(cond, args)
