@@ -134,15 +134,11 @@ func (s *ClickStore) velocity(ctx context.Context, keys map[string]ClickKey, fou
 		return fmt.Errorf("count click velocity: %w", err)
 	}
 	defer rows.Close()
-	type seen struct {
-		link, ip, visitor string
-		at                time.Time
-	}
-	var all []seen
+	var all []Visit
 	for rows.Next() {
 		var id string
-		var x seen
-		if err := rows.Scan(&id, &x.link, &x.ip, &x.visitor, &x.at); err != nil {
+		var x Visit
+		if err := rows.Scan(&id, &x.Link, &x.IP, &x.Visitor, &x.At); err != nil {
 			return fmt.Errorf("count click velocity: %w", err)
 		}
 		all = append(all, x)
@@ -155,18 +151,30 @@ func (s *ClickStore) velocity(ctx context.Context, keys map[string]ClickKey, fou
 		if key.Window <= 0 {
 			continue
 		}
-		ip, visitor := who[id][0], who[id][1]
-		n := 0
-		for _, x := range all {
-			if x.link == k.LinkID && !x.at.Before(k.At.Add(-key.Window)) && !x.at.After(k.At) &&
-				(ip != "" && x.ip == ip || visitor != "" && x.visitor == visitor) {
-				n++
-			}
-		}
-		k.RecentClicks = n
+		k.RecentClicks = RecentClicks(k, who[id][0], who[id][1], key.Window, all)
 		found[id] = k
 	}
 	return nil
+}
+
+// Visit is a stored click as click_velocity counts it.
+type Visit struct {
+	Link, IP, Visitor string
+	At                time.Time
+}
+
+// RecentClicks is click_velocity's count for click k, made from address ip or visitor: the
+// visits of its link from that address or that visitor in the window up to it, it included.
+// Registration (ClickStore) and the backtest both count with it.
+func RecentClicks(k Click, ip, visitor string, window time.Duration, visits []Visit) int {
+	n := 0
+	for _, x := range visits {
+		if x.Link == k.LinkID && !x.At.Before(k.At.Add(-window)) && !x.At.After(k.At) &&
+			(ip != "" && x.IP == ip || visitor != "" && x.Visitor == visitor) {
+			n++
+		}
+	}
+	return n
 }
 
 // in is an IN list of a placeholder per value, whose values it appends to args: the driver

@@ -330,32 +330,22 @@ func (b Backtest) clicks(ctx context.Context, src source, list []stored, window 
 		return nil, fmt.Errorf("backtest: count click velocity: %w", err)
 	}
 	defer vrows.Close()
-	type seen struct {
-		who
-		at time.Time
-	}
-	byLink := map[string][]seen{}
+	byLink := map[string][]fraud.Visit{}
 	for vrows.Next() {
-		var id, link string
-		var x seen
-		if err := vrows.Scan(&id, &link, &x.ip, &x.visitor, &x.at); err != nil {
+		var id string
+		var x fraud.Visit
+		if err := vrows.Scan(&id, &x.Link, &x.IP, &x.Visitor, &x.At); err != nil {
 			return nil, fmt.Errorf("backtest: count click velocity: %w", err)
 		}
-		byLink[link] = append(byLink[link], x)
+		byLink[x.Link] = append(byLink[x.Link], x)
 	}
 	if err := vrows.Err(); err != nil {
 		return nil, fmt.Errorf("backtest: count click velocity: %w", err)
 	}
-	// As the registration counts them (fraud.ClickStore): the link's clicks in the window up
-	// to the click, it included, from its address or its visitor.
+	// Counted as registration counts them.
 	for id, k := range out {
-		w, n := whose[id], 0
-		for _, x := range byLink[k.LinkID] {
-			if !x.at.Before(k.At.Add(-window)) && !x.at.After(k.At) && (w.ip != "" && x.ip == w.ip || w.visitor != "" && x.visitor == w.visitor) {
-				n++
-			}
-		}
-		k.RecentClicks = n
+		w := whose[id]
+		k.RecentClicks = fraud.RecentClicks(k, w.ip, w.visitor, window, byLink[k.LinkID])
 		out[id] = k
 	}
 	return out, nil
