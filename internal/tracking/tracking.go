@@ -127,7 +127,7 @@ func (s *Service) Click(ctx context.Context, v Visit) (Redirect, error) {
 	now := s.now().UTC()
 	r := Redirect{to: dest.pick(now)}
 	v.Landing = r.to.plain
-	r.Click, r.newVisitor = s.record(ctx, dest, v, now)
+	r.newVisitor = s.record(ctx, dest, &v, now, &r.Click)
 	return r, nil
 }
 
@@ -145,19 +145,20 @@ func (s *Service) ScriptClick(ctx context.Context, programID string, v Visit) (c
 		return events.Click{}, "", ErrUnknownLink
 	}
 	v.Landing = cut(v.Landing, MaxReferrerLen)
-	c, id := s.record(ctx, dest, v, s.now().UTC())
+	id := s.record(ctx, dest, &v, s.now().UTC(), &c)
 	if id[0] != 0 {
 		newVisitor = string(id[:])
 	}
 	return c, newVisitor, nil
 }
 
-// record makes the click of a visit to dest and hands it to the recorder; it returns the
-// click and the new visitor id (all zero bytes when the visit had a valid one).
-func (s *Service) record(ctx context.Context, dest *Destination, v Visit, now time.Time) (events.Click, [visitorIDLen]byte) {
+// record makes the click of a visit to dest into c and hands it to the recorder; it returns
+// the new visitor id (all zero bytes when the visit had a valid one). The visit and the click
+// go by pointer: both are large, and this is the redirect's path.
+func (s *Service) record(ctx context.Context, dest *Destination, v *Visit, now time.Time, c *events.Click) [visitorIDLen]byte {
 	var random [clickid.RandomLen]byte
 	_, _ = rand.Read(random[:]) // crypto/rand.Read never fails on supported platforms
-	c := events.Click{
+	*c = events.Click{
 		ClickID: s.clickID(dest.LinkID, now, random), OccurredAt: now,
 		LinkID: dest.LinkID, ProgramID: dest.ProgramID, AffiliateID: dest.AffiliateID, AdvertiserID: dest.AdvertiserID,
 		PromotionID: dest.PromotionID,
@@ -186,10 +187,10 @@ func (s *Service) record(ctx context.Context, dest *Destination, v Visit, now ti
 	if c.IsBot {
 		clicksBot.Inc()
 	}
-	if err := s.recorder.Record(ctx, c); err != nil {
+	if err := s.recorder.Record(ctx, *c); err != nil {
 		s.log.Warn("click not recorded; redirecting anyway", "click_id", c.ClickID, "link_id", c.LinkID, "err", err)
 	}
-	return c, newVisitor
+	return newVisitor
 }
 
 // clickID mints the signed click id. A link id the codec cannot carry would be a bug
