@@ -118,3 +118,32 @@ func ClickRulesActive(s Settings, exempt []string) bool {
 	}
 	return false
 }
+
+// ruleColumns are the columns of ClickHouse's clicks each click-stage rule decides from,
+// besides click_id and occurred_at (click_velocity counts by link, address and visitor);
+// custom_rule reads every fact of Click (Context), so every column.
+var ruleColumns = map[string][]string{
+	HostingNetwork:    {"hosting", "asn"},
+	CountryNotAllowed: {"country"},
+	ClickVelocity:     {"link_id", "ip", "visitor"},
+	PaidAdsClick:      {"paid_ads"},
+	BannedReferrer:    {"referrer_domain"},
+}
+
+// ClickColumns reports which columns of clicks the click-stage rules that run for a
+// partnership read: a reader that reads many clicks (a backtest) may leave the others
+// empty, which the rules read as unknown.
+func ClickColumns(s Settings, exempt []string) func(column string) bool {
+	if s.Active(CustomRule, exempt) {
+		return func(string) bool { return true }
+	}
+	read := map[string]bool{}
+	for code, columns := range ruleColumns {
+		if s.Active(code, exempt) {
+			for _, c := range columns {
+				read[c] = true
+			}
+		}
+	}
+	return func(c string) bool { return read[c] }
+}

@@ -2,6 +2,7 @@ package fraud_test
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,65 @@ func TestEachClickRuleFiresAtItsBoundary(t *testing.T) {
 				t.Fatalf("an exempt rule fired: %+v", fs)
 			}
 		})
+	}
+}
+
+// A backtest reads only the columns of clicks that the running rules read (ClickColumns):
+// each rule still fires on a click whose other facts are empty.
+func TestEachClickRuleReadsOnlyTheColumnsItNames(t *testing.T) {
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	// What each column of clicks fills in a Click, emptied.
+	columns := map[string]func(k *fraud.Click){
+		"link_id": func(k *fraud.Click) { k.LinkID = "" }, "country": func(k *fraud.Click) { k.Country = "" },
+		"asn": func(k *fraud.Click) { k.ASN = 0 }, "hosting": func(k *fraud.Click) { k.Hosting = false },
+		"device_type": func(k *fraud.Click) { k.DeviceType = "" }, "browser": func(k *fraud.Click) { k.Browser = "" },
+		"os": func(k *fraud.Click) { k.OS = "" }, "referrer_domain": func(k *fraud.Click) { k.ReferrerDomain = "" },
+		"utm_source": func(k *fraud.Click) { k.UTMSource = "" }, "utm_medium": func(k *fraud.Click) { k.UTMMedium = "" },
+		"utm_campaign": func(k *fraud.Click) { k.UTMCampaign = "" }, "paid_ads": func(k *fraud.Click) { k.PaidAds = nil },
+	}
+	full := fraud.Click{ID: "clk_1", LinkID: "lnk_1", At: now.Add(-time.Second), Country: "FR", ASN: 16509, Hosting: true,
+		DeviceType: "mobile", Browser: "Chrome", OS: "Android", ReferrerDomain: "deals.spam.example", UTMSource: "s",
+		UTMMedium: "m", UTMCampaign: "c", PaidAds: []string{"fbclid"}, RecentClicks: 20}
+	conv := fraud.Conversion{Amount: 50000, Currency: "EUR", OccurredAt: now}
+	params := map[string]map[string]any{
+		fraud.CountryNotAllowed: {"countries": []string{"DE"}},
+		fraud.BannedReferrer:    {"patterns": []string{"*.spam.example"}},
+		fraud.CustomRule:        {"expression": `link_id == "lnk_1" && browser == "Chrome" && os == "Android" && utm_medium == "m"`},
+	}
+	off := map[string]fraud.Change{}
+	for _, r := range fraud.Catalogue {
+		if r.Stage == fraud.StageClick {
+			no := false
+			off[r.Code] = fraud.Change{Enabled: &no}
+		}
+	}
+	readsNothing := func(what string, read func(string) bool) {
+		t.Helper()
+		for c := range columns {
+			if read(c) {
+				t.Errorf("%s: reads %s", what, c)
+			}
+		}
+	}
+	readsNothing("no click rule", fraud.ClickColumns(settings(t, off), nil))
+	for _, r := range fraud.Catalogue {
+		if r.Stage != fraud.StageClick {
+			continue
+		}
+		changes := maps.Clone(off)
+		changes[r.Code] = on(params[r.Code])
+		s := settings(t, changes)
+		read := fraud.ClickColumns(s, nil)
+		k := full
+		for c, empty := range columns {
+			if !read(c) {
+				empty(&k)
+			}
+		}
+		if fs := fraud.DecideClick(s, nil, k, conv, now); len(fs) != 1 || fs[0].Code != r.Code {
+			t.Errorf("%s on a click of the columns it names: findings %+v", r.Code, fs)
+		}
+		readsNothing(r.Code+" exempt", fraud.ClickColumns(s, []string{r.Code}))
 	}
 }
 

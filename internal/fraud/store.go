@@ -175,6 +175,29 @@ func (s *Service) SetExemptions(ctx context.Context, advertiserID, partnershipID
 	return clean, nil
 }
 
+// Partnership names a partnership by its program and affiliate, as ClickHouse's rows do.
+type Partnership struct{ ProgramID, AffiliateID string }
+
+// Exemptions returns the reason codes switched off for the partnerships of the advertiser's
+// programs that have any (of one program when programID is not empty).
+func (s *Service) Exemptions(ctx context.Context, advertiserID, programID string) (map[Partnership][]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT t.program_id, t.affiliate_id, e.code FROM fraud_exemptions e JOIN partnerships t ON t.id = e.partnership_id
+		WHERE t.advertiser_id = $1 AND ($2 = '' OR t.program_id = $2) ORDER BY e.code`, advertiserID, programID)
+	if err != nil {
+		return nil, fmt.Errorf("read fraud exemptions of %s: %w", advertiserID, err)
+	}
+	out := map[Partnership][]string{}
+	var p Partnership
+	var code string
+	if _, err := pgx.ForEachRow(rows, []any{&p.ProgramID, &p.AffiliateID, &code}, func() error {
+		out[p] = append(out[p], code)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read fraud exemptions of %s: %w", advertiserID, err)
+	}
+	return out, nil
+}
+
 // Execer is a transaction (or pool) to write verdicts in.
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)

@@ -5,9 +5,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/ext"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/partnerstream/partnerstream/internal/fraud"
@@ -35,6 +38,9 @@ type BacktestRequest struct {
 	Settings  fraud.Settings
 	ProgramID string
 	From, To  time.Time
+	// Exemptions are the reason codes switched off per partnership (fraud.Service.Exemptions),
+	// applied as registration applies them.
+	Exemptions map[fraud.Partnership][]string
 }
 
 // Amount is a sum of sale amounts and commissions in one currency.
@@ -138,21 +144,35 @@ func (b Backtest) Run(ctx context.Context, advertiserID string, req BacktestRequ
 	if err != nil {
 		return BacktestResult{}, err
 	}
+	if err := b.clickTimes(ctx, src, list); err != nil {
+		return BacktestResult{}, err
+	}
+	// Read for the rules that run for some partnership (as for all of them, before their
+	// exemptions).
 	var clicks map[string]fraud.Click
 	if fraud.ClickRulesActive(req.Settings, skip) {
 		var window time.Duration
 		if req.Settings.Active(fraud.ClickVelocity, skip) {
 			window = time.Duration(req.Settings[fraud.ClickVelocity].Seconds["window_seconds"]) * time.Second
 		}
-		if clicks, err = b.clicks(ctx, src, list, window); err != nil {
+		if clicks, err = b.clicks(ctx, src, list, fraud.ClickColumns(req.Settings, skip), window); err != nil {
 			return BacktestResult{}, err
 		}
 	}
+	// Per partnership: the rules skipped for all, and its exemptions.
+	exempt := map[fraud.Partnership][]string{}
+	for p, codes := range req.Exemptions {
+		exempt[p] = append(slices.Clone(skip), codes...)
+	}
 	for _, c := range list {
+		off, ok := exempt[fraud.Partnership{ProgramID: c.program, AffiliateID: c.affiliate}]
+		if !ok {
+			off = skip
+		}
 		facts := fraud.Facts{OccurredAt: c.occurred, ClickedAt: c.clicked}
-		findings := fraud.Decide(req.Settings, skip, facts, at)
+		findings := fraud.Decide(req.Settings, off, facts, at)
 		if k, ok := clicks[c.clickID]; ok {
-			findings = append(findings, fraud.DecideClick(req.Settings, skip, k, fraud.Conversion{ProgramID: c.program,
+			findings = append(findings, fraud.DecideClick(req.Settings, off, k, fraud.Conversion{ProgramID: c.program,
 				AffiliateID: c.affiliate, Type: c.kind, Amount: c.amount, Currency: c.currency, OccurredAt: c.occurred}, at)...)
 		}
 		res.Evaluated.add(c.currency, c.amount, c.commission)
@@ -198,44 +218,42 @@ func partner(m map[string]*PartnerResult, id string) *PartnerResult {
 	return p
 }
 
-// source is the conversions a backtest reads: a condition on ClickHouse's conversions.
+// source is the conversions a backtest reads: a condition on ClickHouse's conversion_changes.
 type source struct {
 	db, scope string
 	args      []any
 }
 
+// changes are the source's stored states of conversions (a new version or revision adds a
+// row). conversion_changes rather than conversions: its sorting key leads with the
+// advertiser and it is partitioned by month, so the read is the advertiser's period alone,
+// where conversions (sorted by conversion id) is read whole.
+func (s source) changes() string {
+	return s.db + `.conversion_changes WHERE sign > 0 AND ` + s.scope
+}
+
 // clickIDs is a subquery of the click ids of the source's conversions.
 func (s source) clickIDs() string {
-	return `SELECT click_id FROM ` + s.db + `.conversions WHERE ` + s.scope + ` AND click_id != ''`
+	return `SELECT click_id FROM ` + s.changes() + ` AND click_id != ''`
 }
 
 // stored is a conversion as ClickHouse keeps it, with its click's time.
 type stored struct {
-	id, affiliate, program, kind, currency string
-	amount, commission                     int64
-	occurred                               time.Time
-	clickID                                string
-	clicked                                time.Time // zero: no click, or not in ClickHouse
+	affiliate, program, kind, currency string
+	amount, commission                 int64
+	occurred                           time.Time
+	clickID                            string
+	clicked                            time.Time // zero: no click, or not in ClickHouse
 }
 
-// conversions reads the latest state of each conversion (the table collapses versions only
-// when it merges), with its click's time from click_index, whose key is the click id: the
-// IN reads only the granules of the period's clicks.
+// conversions reads the latest state of each conversion: its highest version and revision
+// (merges collapse the states only eventually).
 func (b Backtest) conversions(ctx context.Context, src source) ([]stored, error) {
-	q := `SELECT conversion_id, affiliate_id, program_id, type, currency, amount, commission, occurred_at, click_id, k.clicked_at, k.found
-		FROM (
-			SELECT conversion_id, argMax(affiliate_id, vr) AS affiliate_id, argMax(program_id, vr) AS program_id, argMax(type, vr) AS type,
-				argMax(currency, vr) AS currency, argMax(amount, vr) AS amount, argMax(commission, vr) AS commission,
-				argMax(occurred_at, vr) AS occurred_at, argMax(click_id, vr) AS click_id
-			FROM (SELECT conversion_id, affiliate_id, program_id, type, currency, amount, commission, occurred_at, click_id,
-				version * 4294967296 + revision AS vr FROM ` + src.db + `.conversions WHERE ` + src.scope + `)
-			GROUP BY conversion_id
-		) ANY LEFT JOIN (
-			SELECT click_id, any(occurred_at) AS clicked_at, toUInt8(1) AS found FROM ` + src.db + `.click_index
-			WHERE click_id IN (` + src.clickIDs() + `)
-			GROUP BY click_id
-		) k USING click_id`
-	rows, err := b.Conn.Query(ctx, q, append(slices.Clone(src.args), src.args...)...)
+	rows, err := b.Conn.Query(ctx, `SELECT argMax(affiliate_id, vr), argMax(program_id, vr), argMax(type, vr), argMax(currency, vr),
+			argMax(amount, vr), argMax(commission, vr), argMax(occurred_at, vr), argMax(click_id, vr)
+		FROM (SELECT conversion_id, affiliate_id, program_id, type, currency, amount, commission, occurred_at, click_id,
+			version * 4294967296 + revision AS vr FROM `+src.changes()+`)
+		GROUP BY conversion_id`, src.args...)
 	if err != nil {
 		return nil, fmt.Errorf("backtest: read conversions: %w", err)
 	}
@@ -243,16 +261,10 @@ func (b Backtest) conversions(ctx context.Context, src source) ([]stored, error)
 	var out []stored
 	for rows.Next() {
 		var c stored
-		var clicked time.Time
-		var found uint8
-		if err := rows.Scan(&c.id, &c.affiliate, &c.program, &c.kind, &c.currency, &c.amount, &c.commission, &c.occurred, &c.clickID,
-			&clicked, &found); err != nil {
+		if err := rows.Scan(&c.affiliate, &c.program, &c.kind, &c.currency, &c.amount, &c.commission, &c.occurred, &c.clickID); err != nil {
 			return nil, fmt.Errorf("backtest: read conversions: %w", err)
 		}
 		c.occurred = c.occurred.UTC()
-		if found == 1 {
-			c.clicked = clicked.UTC()
-		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -261,11 +273,52 @@ func (b Backtest) conversions(ctx context.Context, src source) ([]stored, error)
 	return out, nil
 }
 
+// clickTimes sets the time of each conversion's click from click_index, whose key is the
+// click id, joined in Go (a map by click id). When more than one click in 8,192 converts
+// (a granule), the IN skips few granules and reads click_index nearly whole (docs/fraud.md,
+// "Backtests").
+func (b Backtest) clickTimes(ctx context.Context, src source, list []stored) error {
+	rows, err := b.Conn.Query(ctx, `SELECT click_id, occurred_at FROM `+src.db+`.click_index WHERE click_id IN (`+src.clickIDs()+`)`,
+		src.args...)
+	if err != nil {
+		return fmt.Errorf("backtest: read click times: %w", err)
+	}
+	defer rows.Close()
+	// Copies of a click (ingest writes at least once) say the same.
+	at := make(map[string]time.Time, len(list))
+	for rows.Next() {
+		var id string
+		var t time.Time
+		if err := rows.Scan(&id, &t); err != nil {
+			return fmt.Errorf("backtest: read click times: %w", err)
+		}
+		at[id] = t.UTC()
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("backtest: read click times: %w", err)
+	}
+	for i := range list {
+		if t, ok := at[list[i].clickID]; ok && list[i].clickID != "" {
+			list[i].clicked = t
+		}
+	}
+	return nil
+}
+
+// clickFacts are the columns of clicks a backtest scans into fraud.Click, in order, each
+// with the empty value that stands in for it when no active rule reads it (a rule reads an
+// empty fact as unknown, and does not fire on it).
+var clickFacts = []struct{ column, empty string }{
+	{"link_id", "''"}, {"country", "''"}, {"asn", "toUInt32(0)"}, {"hosting", "toUInt8(0)"}, {"device_type", "''"},
+	{"browser", "''"}, {"os", "''"}, {"referrer_domain", "''"}, {"utm_source", "''"}, {"utm_medium", "''"},
+	{"utm_campaign", "''"}, {"paid_ads", "''"}, {"ip", "''"}, {"visitor", "''"},
+}
+
 // clicks reads the click-stage facts of the conversions' clicks from ClickHouse's clicks,
-// within the span of their times (the sorting key's day narrows the read to it); with a
-// velocity window, it also counts each click's RecentClicks from the clicks of the same link
-// and address or visitor.
-func (b Backtest) clicks(ctx context.Context, src source, list []stored, window time.Duration) (map[string]fraud.Click, error) {
+// the columns the active rules read (read), within the span of their times (the sorting
+// key's day narrows the read to it); with a velocity window, it also counts each click's
+// RecentClicks from the clicks of the same link and address or visitor.
+func (b Backtest) clicks(ctx context.Context, src source, list []stored, read func(column string) bool, window time.Duration) (map[string]fraud.Click, error) {
 	var first, last time.Time
 	for _, c := range list {
 		if c.clicked.IsZero() {
@@ -278,28 +331,32 @@ func (b Backtest) clicks(ctx context.Context, src source, list []stored, window 
 			last = c.clicked
 		}
 	}
-	out := map[string]fraud.Click{}
 	if first.IsZero() {
-		return out, nil
+		return nil, nil
+	}
+	out := make(map[string]fraud.Click, len(list))
+	columns := make([]string, len(clickFacts))
+	for i, f := range clickFacts {
+		columns[i] = f.empty
+		if read(f.column) {
+			columns[i] = f.column
+		}
 	}
 	span := `advertiser_id = ? AND toDate(occurred_at) >= toDate(toDateTime(?)) AND occurred_at >= toDateTime(?) AND occurred_at <= toDateTime(?)`
 	spanArgs := func(from time.Time) []any { return []any{src.args[0], from.Unix(), from.Unix(), last.Unix()} }
-	args := append(spanArgs(first), src.args...)
-	rows, err := b.Conn.Query(ctx, `SELECT click_id, any(link_id), any(occurred_at), any(country), any(asn), any(hosting), any(device_type),
-		any(browser), any(os), any(referrer_domain), any(utm_source), any(utm_medium), any(utm_campaign), any(paid_ads), any(ip), any(visitor)
-		FROM `+src.db+`.clicks WHERE `+span+` AND click_id IN (`+src.clickIDs()+`) GROUP BY click_id`, args...)
+	rows, err := b.Conn.Query(ctx, `SELECT click_id, occurred_at, `+strings.Join(columns, ", ")+` FROM `+src.db+`.clicks
+		WHERE `+span+` AND click_id IN (`+src.clickIDs()+`)`, append(spanArgs(first), src.args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("backtest: read clicks: %w", err)
 	}
 	defer rows.Close()
-	type who struct{ ip, visitor string }
-	whose := map[string]who{}
+	whose := make(map[string]who, len(list))
 	for rows.Next() {
 		var k fraud.Click
 		var hosting uint8
 		var paid string
 		var w who
-		if err := rows.Scan(&k.ID, &k.LinkID, &k.At, &k.Country, &k.ASN, &hosting, &k.DeviceType, &k.Browser, &k.OS, &k.ReferrerDomain,
+		if err := rows.Scan(&k.ID, &k.At, &k.LinkID, &k.Country, &k.ASN, &hosting, &k.DeviceType, &k.Browser, &k.OS, &k.ReferrerDomain,
 			&k.UTMSource, &k.UTMMedium, &k.UTMCampaign, &paid, &w.ip, &w.visitor); err != nil {
 			return nil, fmt.Errorf("backtest: read clicks: %w", err)
 		}
@@ -307,6 +364,7 @@ func (b Backtest) clicks(ctx context.Context, src source, list []stored, window 
 		if paid != "" {
 			k.PaidAds = strings.Split(paid, ",")
 		}
+		// Copies of a click (ingest writes at least once) say the same.
 		out[k.ID], whose[k.ID] = k, w
 	}
 	if err := rows.Err(); err != nil {
@@ -315,38 +373,94 @@ func (b Backtest) clicks(ctx context.Context, src source, list []stored, window 
 	if window <= 0 {
 		return out, nil
 	}
-	// The clicks of the converting clicks' links from their addresses or visitors, in the
-	// span widened by the window: usually a few per converting click.
-	converting := `SELECT %s FROM ` + src.db + `.clicks WHERE ` + span + ` AND %s != '' AND click_id IN (` + src.clickIDs() + `)`
-	args = spanArgs(first.Add(-window))
-	for range 2 {
-		args = append(append(args, spanArgs(first)...), src.args...)
-	}
-	vrows, err := b.Conn.Query(ctx, `SELECT click_id, any(link_id), any(ip), any(visitor), any(occurred_at) FROM `+src.db+`.clicks
-		WHERE `+span+` AND ((link_id, ip) IN (`+fmt.Sprintf(converting, "link_id, ip", "ip")+`)
-			OR (link_id, visitor) IN (`+fmt.Sprintf(converting, "link_id, visitor", "visitor")+`))
-		GROUP BY click_id`, args...)
+	byLink, err := b.visits(ctx, src.db, span, spanArgs(first.Add(-window)), out, whose)
 	if err != nil {
-		return nil, fmt.Errorf("backtest: count click velocity: %w", err)
+		return nil, err
 	}
-	defer vrows.Close()
-	byLink := map[string][]fraud.Visit{}
-	for vrows.Next() {
-		var id string
-		var x fraud.Visit
-		if err := vrows.Scan(&id, &x.Link, &x.IP, &x.Visitor, &x.At); err != nil {
-			return nil, fmt.Errorf("backtest: count click velocity: %w", err)
-		}
-		byLink[x.Link] = append(byLink[x.Link], x)
-	}
-	if err := vrows.Err(); err != nil {
-		return nil, fmt.Errorf("backtest: count click velocity: %w", err)
-	}
-	// Counted as registration counts them.
+	// Counted as registration counts them, from the visits of the click's link in the window
+	// up to it: a search in the link's visits by time, so that a link with many converting
+	// clicks costs each of them its window's visits, not the link's month.
 	for id, k := range out {
+		visits := byLink[k.LinkID]
+		start := k.At.Add(-window)
+		lo := sort.Search(len(visits), func(i int) bool { return !visits[i].At.Before(start) })
+		hi := sort.Search(len(visits), func(i int) bool { return visits[i].At.After(k.At) })
 		w := whose[id]
-		k.RecentClicks = fraud.RecentClicks(k, w.ip, w.visitor, window, byLink[k.LinkID])
+		k.RecentClicks = fraud.RecentClicks(k, w.ip, w.visitor, window, visits[lo:hi])
 		out[id] = k
 	}
 	return out, nil
+}
+
+// who is the address and the visitor a click came from.
+type who struct{ ip, visitor string }
+
+// visits reads the clicks of the converting clicks' links from their addresses or visitors,
+// in the span widened by the window (usually a few per converting click), by link in time
+// order. The (link, address) and (link, visitor) pairs go with the query as external
+// tables: as subqueries, each would scan the span's clicks again.
+func (b Backtest) visits(ctx context.Context, db, span string, args []any, converting map[string]fraud.Click,
+	whose map[string]who) (map[string][]fraud.Visit, error) {
+	byIP, err := ext.NewTable("_by_ip", ext.Column("link_id", "String"), ext.Column("ip", "String"))
+	if err != nil {
+		return nil, fmt.Errorf("backtest: count click velocity: %w", err)
+	}
+	byVisitor, err := ext.NewTable("_by_visitor", ext.Column("link_id", "String"), ext.Column("visitor", "String"))
+	if err != nil {
+		return nil, fmt.Errorf("backtest: count click velocity: %w", err)
+	}
+	var ips, visitors int
+	for id, k := range converting {
+		w := whose[id]
+		if w.ip != "" {
+			if err := byIP.Append(k.LinkID, w.ip); err != nil {
+				return nil, fmt.Errorf("backtest: count click velocity: %w", err)
+			}
+			ips++
+		}
+		if w.visitor != "" {
+			if err := byVisitor.Append(k.LinkID, w.visitor); err != nil {
+				return nil, fmt.Errorf("backtest: count click velocity: %w", err)
+			}
+			visitors++
+		}
+	}
+	var match []string
+	if ips > 0 {
+		match = append(match, "(link_id, ip) IN _by_ip")
+	}
+	if visitors > 0 {
+		match = append(match, "(link_id, visitor) IN _by_visitor")
+	}
+	if match == nil {
+		return nil, nil
+	}
+	rows, err := b.Conn.Query(clickhouse.Context(ctx, clickhouse.WithExternalTable(byIP, byVisitor)),
+		`SELECT click_id, link_id, ip, visitor, occurred_at FROM `+db+`.clicks WHERE `+span+` AND (`+strings.Join(match, " OR ")+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("backtest: count click velocity: %w", err)
+	}
+	defer rows.Close()
+	seen := make(map[string]bool, len(converting))
+	byLink := map[string][]fraud.Visit{}
+	for rows.Next() {
+		var id string
+		var x fraud.Visit
+		if err := rows.Scan(&id, &x.Link, &x.IP, &x.Visitor, &x.At); err != nil {
+			return nil, fmt.Errorf("backtest: count click velocity: %w", err)
+		}
+		// A click stored twice counts once.
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		byLink[x.Link] = append(byLink[x.Link], x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("backtest: count click velocity: %w", err)
+	}
+	for _, v := range byLink {
+		slices.SortFunc(v, func(a, b fraud.Visit) int { return a.At.Compare(b.At) })
+	}
+	return byLink, nil
 }

@@ -241,6 +241,32 @@ func TestABacktestMatchesAReferenceAndAShadowRuleActsOnNothing(t *testing.T) {
 	if sh.Shadow.Conversions != held.n+flagged.n || len(sh.TopPartners) != 0 {
 		t.Errorf("in shadow: %d conversions with shadow findings (want %d), partners %+v", sh.Shadow.Conversions, held.n+flagged.n, sh.TopPartners)
 	}
+
+	// A partnership exempt from every rule that fires: its conversions are neither held nor
+	// flagged, and the others' are as before, whatever another program's partnership of the
+	// same affiliate is exempt from.
+	every := []string{fraud.ConversionTooFast, fraud.ConversionTooSlow, fraud.HostingNetwork, fraud.ClickVelocity}
+	ex, err := bt.Run(ctx, advertiser, fraudreview.BacktestRequest{Settings: settings, From: from, To: to,
+		Exemptions: map[fraud.Partnership][]string{{ProgramID: program, AffiliateID: affiliates[0]}: every,
+			{ProgramID: ids.New(ids.Program), AffiliateID: affiliates[1]}: every}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ex.Held.Conversions + ex.Flagged.Conversions; perPartner[affiliates[0]] == 0 || n != held.n+flagged.n-perPartner[affiliates[0]] {
+		t.Errorf("with a partnership exempt: %d held or flagged, want %d", n, held.n+flagged.n-perPartner[affiliates[0]])
+	}
+	if len(ex.TopPartners) != len(affiliates)-1 {
+		t.Errorf("with a partnership exempt: top partners %+v", ex.TopPartners)
+	}
+	for _, p := range ex.TopPartners {
+		want := perPartner[p.AffiliateID]
+		if p.AffiliateID == affiliates[0] {
+			want = 0
+		}
+		if n := p.Held.Conversions + p.Flagged.Conversions; n != want {
+			t.Errorf("with a partnership exempt: partner %s %d caught, want %d", p.AffiliateID, n, want)
+		}
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/partnerstream/partnerstream/internal/fraud"
 	"github.com/partnerstream/partnerstream/internal/fraudreview"
 	"github.com/partnerstream/partnerstream/internal/testenv/chtest"
@@ -27,41 +29,16 @@ func BenchmarkBacktest30Days(b *testing.B) {
 	ctx := context.Background()
 	_, db, conn := chtest.Migrated(b)
 	from := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	start := time.Now()
-	clicks := `INSERT INTO {db}.clicks (click_id, occurred_at, link_id, program_id, affiliate_id, advertiser_id,
-		ip, user_agent, country, kafka_partition, kafka_offset)
-	SELECT concat('clk_', toString(number)), toDateTime('{from}', 'UTC') + (h % 2592000),
-		concat('lnk_', toString(aff), '_', toString(prg)), concat('prg_', toString(prg)), concat('co_aff_', toString(aff)),
-		'co_bench', concat('10.', toString(h % 250), '.', toString(intDiv(h, 250) % 250), '.', toString(intDiv(h, 62500) % 250)),
-		'Mozilla/5.0', ['ES', 'FR', 'DE', 'US'][h % 4 + 1], toInt32(number % 6), toInt64(number)
-	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
-	      FROM (SELECT number + {offset} AS number FROM numbers({chunk})))`
-	// Conversion n is of click n, (h / 3) % 7200 seconds after it.
-	conversions := `INSERT INTO {db}.conversion_changes (conversion_id, version, sign, status, type, currency, amount,
-		commission, occurred_at, advertiser_id, program_id, affiliate_id, link_id, click_id, commission_id, ingested_at)
-	SELECT concat('cnv_', toString(number)), toUInt64(1), toInt8(1), 'pending', 'sale', ['EUR', 'USD'][h % 2 + 1],
-		toInt64(1000 + h % 50000), toInt64(100 + h % 5000), toDateTime('{from}', 'UTC') + (h % 2592000) + (intDiv(h, 3) % 7200),
-		'co_bench', concat('prg_', toString(prg)), concat('co_aff_', toString(aff)),
-		concat('lnk_', toString(aff), '_', toString(prg)), concat('clk_', toString(number)), '', now()
-	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
-	      FROM numbers(` + fmt.Sprint(benchConversions) + `))`
-	// In chunks: one INSERT of all the clicks outlasts the client's read timeout on a busy machine.
-	const chunk = benchClicks / 10
-	var inserts []string
-	for offset := 0; offset < benchClicks; offset += chunk {
-		inserts = append(inserts, strings.NewReplacer("{offset}", fmt.Sprint(offset), "{chunk}", fmt.Sprint(chunk)).Replace(clicks))
-	}
-	for _, q := range append(inserts, conversions) {
-		q = strings.NewReplacer("{db}", db, "{from}", from.Format(time.DateTime)).Replace(q)
-		if err := conn.Exec(ctx, q); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.Logf("inserted %d clicks and %d conversions in %s", benchClicks, benchConversions, time.Since(start).Round(time.Second))
+	storeBenchData(b, conn, db, from)
 
+	// The time rules alone (the click rules on by default switched off) read no clicks.
 	timeRules := map[string]fraud.Change{
 		fraud.ConversionTooFast: {Action: ptr(fraud.ActionHold), Params: map[string]any{"min_seconds": int64(60)}},
 		fraud.ConversionTooSlow: {Enabled: ptr(true), Params: map[string]any{"max_seconds": int64(3600)}},
+		fraud.HostingNetwork:    {Enabled: ptr(false)},
+		fraud.ClickVelocity:     {Enabled: ptr(false)},
+		fraud.PaidAdsClick:      {Enabled: ptr(false)},
+		fraud.BannedReferrer:    {Enabled: ptr(false)},
 	}
 	// The click-stage rules read the converting clicks' rows, and velocity the clicks of
 	// their links and addresses.
@@ -95,4 +72,42 @@ func BenchmarkBacktest30Days(b *testing.B) {
 			b.ReportMetric(benchConversions/per, "conversions/s")
 		})
 	}
+}
+
+// storeBenchData stores the benchmark's clicks and conversions of advertiser co_bench, from
+// from on, in db.
+func storeBenchData(tb testing.TB, conn driver.Conn, db string, from time.Time) {
+	tb.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	clicks := `INSERT INTO {db}.clicks (click_id, occurred_at, link_id, program_id, affiliate_id, advertiser_id,
+		ip, user_agent, country, kafka_partition, kafka_offset)
+	SELECT concat('clk_', toString(number)), toDateTime('{from}', 'UTC') + (h % 2592000),
+		concat('lnk_', toString(aff), '_', toString(prg)), concat('prg_', toString(prg)), concat('co_aff_', toString(aff)),
+		'co_bench', concat('10.', toString(h % 250), '.', toString(intDiv(h, 250) % 250), '.', toString(intDiv(h, 62500) % 250)),
+		'Mozilla/5.0', ['ES', 'FR', 'DE', 'US'][h % 4 + 1], toInt32(number % 6), toInt64(number)
+	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
+	      FROM (SELECT number + {offset} AS number FROM numbers({chunk})))`
+	// Conversion n is of click n, (h / 3) % 7200 seconds after it.
+	conversions := `INSERT INTO {db}.conversion_changes (conversion_id, version, sign, status, type, currency, amount,
+		commission, occurred_at, advertiser_id, program_id, affiliate_id, link_id, click_id, commission_id, ingested_at)
+	SELECT concat('cnv_', toString(number)), toUInt64(1), toInt8(1), 'pending', 'sale', ['EUR', 'USD'][h % 2 + 1],
+		toInt64(1000 + h % 50000), toInt64(100 + h % 5000), toDateTime('{from}', 'UTC') + (h % 2592000) + (intDiv(h, 3) % 7200),
+		'co_bench', concat('prg_', toString(prg)), concat('co_aff_', toString(aff)),
+		concat('lnk_', toString(aff), '_', toString(prg)), concat('clk_', toString(number)), '', now()
+	FROM (SELECT number, cityHash64(number) AS h, h % 1000 AS aff, (aff + 7 * (intDiv(h, 1000) % 3)) % 20 AS prg
+	      FROM numbers(` + fmt.Sprint(benchConversions) + `))`
+	// In chunks: one INSERT of all the clicks outlasts the client's read timeout on a busy machine.
+	const chunk = benchClicks / 10
+	var inserts []string
+	for offset := 0; offset < benchClicks; offset += chunk {
+		inserts = append(inserts, strings.NewReplacer("{offset}", fmt.Sprint(offset), "{chunk}", fmt.Sprint(chunk)).Replace(clicks))
+	}
+	for _, q := range append(inserts, conversions) {
+		q = strings.NewReplacer("{db}", db, "{from}", from.Format(time.DateTime)).Replace(q)
+		if err := conn.Exec(ctx, q); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	tb.Logf("inserted %d clicks and %d conversions in %s", benchClicks, benchConversions, time.Since(start).Round(time.Second))
 }

@@ -19,7 +19,7 @@ import (
 
 // FraudReview is what the review routes need: the queue (fraudreview.Queue), the backtest
 // (fraudreview.Backtest) and the programs' rules (fraud.Service), which a backtest of one
-// program starts from.
+// program starts from, with the partnerships' exemptions a backtest applies.
 type FraudReview struct {
 	Queue interface {
 		List(ctx context.Context, advertiserID string, f conversions.Filter, p page.Request) ([]fraudreview.Item, string, error)
@@ -29,6 +29,7 @@ type FraudReview struct {
 	}
 	Rules interface {
 		Get(ctx context.Context, advertiserID, programID string) (fraud.Program, error)
+		Exemptions(ctx context.Context, advertiserID, programID string) (map[fraud.Partnership][]string, error)
 	}
 }
 
@@ -141,6 +142,9 @@ func (h reviewHandlers) backtest(c *fiber.Ctx) error {
 		return fraudProblem(err)
 	}
 	req.ProgramID = in.ProgramID
+	if req.Exemptions, err = h.Rules.Exemptions(c.UserContext(), Caller(c).CompanyID, in.ProgramID); err != nil {
+		return err
+	}
 	res, err := h.Backtest.Run(c.UserContext(), Caller(c).CompanyID, req)
 	if err != nil {
 		return err

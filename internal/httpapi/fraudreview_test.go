@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/fraudreview"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
+	"github.com/partnerstream/partnerstream/internal/ids"
 )
 
 func TestTheFraudReviewRoutesAreDocumented(t *testing.T) {
@@ -151,5 +153,54 @@ func TestABacktestRefusesBadInputNamingTheField(t *testing.T) {
 		"rules": {"conversion_too_slow": {"enabled": true, "shadow": true}}}`)
 	if r.status != 200 {
 		t.Fatalf("a backtest: %d %s", r.status, r.raw)
+	}
+}
+
+func TestABacktestAppliesThePartnershipsExemptions(t *testing.T) {
+	f := newConversionsFixture(t)
+	ctx := context.Background()
+	rules := fraud.New(f.db, nil)
+	f.srv.MountFraudReview(httpapi.FraudReview{Backtest: fraudreview.Backtest{Conn: f.ch, Database: f.chDB}, Rules: rules})
+	member := f.dashboardAs(t, "advertiser", "member")
+	// A conversion 2 seconds after its click, as ingest stores it.
+	clicked := time.Date(2026, 10, 5, 9, 0, 0, 0, time.UTC)
+	click := f.clicks(t, f.program, clicked, 1)[0]
+	batch, err := f.ch.PrepareBatch(ctx, "INSERT INTO "+f.chDB+`.conversion_changes (conversion_id, version, sign, status, type,
+		currency, amount, commission, occurred_at, advertiser_id, program_id, affiliate_id, click_id, commission_id, ingested_at)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Append(ids.New(ids.Conversion), uint64(1), int8(1), "pending", "sale", "EUR", int64(10_000), int64(1_000),
+		clicked.Add(2*time.Second), f.advID, f.program, f.affID, click, "", clicked); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	held := func() int64 {
+		t.Helper()
+		r := f.do(t, "POST", "/api/fraud/backtest", member, `{"from": "2026-10-01", "to": "2026-10-31", "program_id": "`+f.program+`",
+			"rules": {"conversion_too_fast": {"action": "hold"}}}`)
+		if r.status != 200 {
+			t.Fatalf("a backtest: %d %s", r.status, r.raw)
+		}
+		return decode[struct {
+			Held struct {
+				Conversions int64 `json:"conversions"`
+			} `json:"held"`
+		}](t, r).Held.Conversions
+	}
+	if n := held(); n != 1 {
+		t.Fatalf("held %d conversions, want the one", n)
+	}
+	var ptn string
+	if err := f.db.QueryRow(ctx, `SELECT id FROM partnerships WHERE program_id = $1`, f.program).Scan(&ptn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rules.SetExemptions(ctx, f.advID, ptn, []string{fraud.ConversionTooFast}); err != nil {
+		t.Fatal(err)
+	}
+	if n := held(); n != 0 {
+		t.Errorf("held %d conversions of a partnership exempt from the rule", n)
 	}
 }
