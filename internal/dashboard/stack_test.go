@@ -93,6 +93,8 @@ type stackOptions struct {
 	// places believes X-Forwarded-For from loopback, so that a test's clicks come from the
 	// addresses it names, and ingest finds their countries in a database of these networks.
 	places []enrichtest.Network
+	// api changes the api server's options.
+	api func(*httpapi.Options)
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -163,8 +165,12 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		}
 		t.Cleanup(enricher.Close)
 	}
-	srv := httpapi.New(httpapi.Options{Addr: addr, Log: quiet, Health: health.NewRegistry(), Keys: keyAuth,
-		Sessions: httpapi.SessionAuth(sessions), Idempotency: idempotency.NewStore(db, nil), TrustedProxies: proxies})
+	apiOpts := httpapi.Options{Addr: addr, Log: quiet, Health: health.NewRegistry(), Keys: keyAuth,
+		Sessions: httpapi.SessionAuth(sessions), Idempotency: idempotency.NewStore(db, nil), TrustedProxies: proxies}
+	if o.api != nil {
+		o.api(&apiOpts)
+	}
+	srv := httpapi.New(apiOpts)
 	s.prg = programs.NewService(db, programs.Options{})
 	srvBase := "http://127.0.0.1" // links carry it; the redirect is called by path
 	s.lks = links.NewService(db, links.Options{BaseURL: srvBase})
