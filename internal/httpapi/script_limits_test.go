@@ -38,10 +38,10 @@ func TestScriptClicksAreLimitedPerKeyAndAddress(t *testing.T) {
 	}, func(srv *httpapi.Server) { srv.MountScript(script) })
 
 	admin := f.dashboardAs(t, identity.Advertiser, "owner")
-	expect(t, f.do(t, "PUT", "/api/programs/"+f.program+"/tracking-script", admin,
+	expect(t, do(t, rs.servers[0], "PUT", "/api/programs/"+f.program+"/tracking-script", admin,
 		`{"origins":["https://shop.example"],"params":["via"],"model":"last_click"}`), 200, "")
 	key := func() string {
-		made := f.do(t, "POST", "/api/api-keys", admin, `{"name":"site","kind":"publishable","program_id":"`+f.program+`"}`)
+		made := do(t, rs.servers[0], "POST", "/api/api-keys", admin, `{"name":"site","kind":"publishable","program_id":"`+f.program+`"}`)
 		expect(t, made, 201, "")
 		return decode[createdKey](t, made).Key
 	}
