@@ -13,8 +13,6 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
-	"github.com/partnerstream/partnerstream/internal/links"
-	"github.com/partnerstream/partnerstream/internal/programs"
 	"github.com/partnerstream/partnerstream/internal/trackscript"
 )
 
@@ -34,30 +32,14 @@ func TestBrowserTrackingScriptOverBudgetStaysQuiet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aff, _, err := s.ids.CreateCompany(ctx, identity.NewCompany{Kind: identity.Affiliate, Name: "Anna", OwnerEmail: "anna@example.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.prg.CreateProgram(ctx, programs.Actor{CompanyID: adv.ID, Kind: identity.Advertiser, Role: "owner"}, programs.ProgramInput{
-		Name: "Shoes", LandingURL: "https://shop.example/", Currency: "EUR",
-		Commission: &programs.RuleInput{Type: "fixed", Amount: "5.00"}, Visibility: "public"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.prg.Apply(ctx, programs.Actor{CompanyID: aff.ID, Kind: identity.Affiliate, Role: "owner"}, programs.ApplyInput{ProgramID: p.ID}); err != nil {
-		t.Fatal(err)
-	}
-	link, err := s.lks.Create(ctx, aff.ID, identity.Affiliate, links.NewLink{ProgramID: p.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := s.ids.CreatePublishableKey(ctx, adv.ID, p.ID, "site")
+	program, code := s.partnerLink(t, adv.ID, "anna@example.test")
+	key, _, err := s.ids.CreatePublishableKey(ctx, adv.ID, program, "site")
 	if err != nil {
 		t.Fatal(err)
 	}
 	none := ""
 	site := brandSite(t, s, &none)
-	if _, err := s.script.SetSettings(ctx, adv.ID, p.ID, trackscript.Settings{Origins: []string{site.URL},
+	if _, err := s.script.SetSettings(ctx, adv.ID, program, trackscript.Settings{Origins: []string{site.URL},
 		Params: []string{"via"}, Model: trackscript.LastClick}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +68,7 @@ func TestBrowserTrackingScriptOverBudgetStaysQuiet(t *testing.T) {
 		mu.Lock()
 		from := len(requests)
 		mu.Unlock()
-		b.run(network.ClearBrowserCookies(), chromedp.Navigate(site.URL+"/?via="+link.Code+"&k="+key), chromedp.WaitReady("body", chromedp.ByQuery))
+		b.run(network.ClearBrowserCookies(), chromedp.Navigate(site.URL+"/?via="+code+"&k="+key), chromedp.WaitReady("body", chromedp.ByQuery))
 		id := b.settled()
 		// Long enough for a retry to show.
 		time.Sleep(time.Second)
