@@ -10,7 +10,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/clientaddr"
 	"github.com/partnerstream/partnerstream/internal/httpapi"
 	"github.com/partnerstream/partnerstream/internal/identity"
-	"github.com/partnerstream/partnerstream/internal/metrics"
+	"github.com/partnerstream/partnerstream/internal/metrics/metricstest"
 	"github.com/partnerstream/partnerstream/internal/tracking"
 	"github.com/partnerstream/partnerstream/internal/trackscript"
 )
@@ -73,7 +73,7 @@ func TestScriptClicksAreLimitedPerKeyAndAddress(t *testing.T) {
 		}
 	}
 	limited := func(limit string) float64 {
-		return labelledCounter(t, "partnerstream_rate_limited_total", "limit", limit)
+		return metricstest.Value(t, "partnerstream_rate_limited_total", "limit", limit)
 	}
 	byKey, byAddress := limited("script_key"), limited("script_address")
 
@@ -113,26 +113,4 @@ func TestScriptClicksAreLimitedPerKeyAndAddress(t *testing.T) {
 		t.Fatalf("a third wrong key: %d %v %s, want 429 too_many_failed_credentials, not readable by the page", r.status, r.header, r.raw)
 	}
 	served("a good key from that address", post(second, "203.0.113.9"), perAddress, 1)
-}
-
-// labelledCounter is the value of the counter name whose label is value.
-func labelledCounter(t *testing.T, name, label, value string) float64 {
-	t.Helper()
-	families, err := metrics.Gatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range families {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
