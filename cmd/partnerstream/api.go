@@ -101,10 +101,12 @@ func newAPI(p *platform, s *apiSettings, deps *authDeps) (run.Component, error) 
 	idem := idempotency.NewStore(p.pg, nil)
 	srv := httpapi.New(httpapi.Options{
 		Addr: s.api.Addr, Log: log, Health: p.health, Keys: keys, Sessions: httpapi.SessionAuth(deps.sessions),
-		Idempotency:     idem,
-		RateLimit:       httpapi.RateLimit{Requests: s.api.RateLimitRequests, Window: s.api.RateLimitWindow},
-		PostbackLimit:   httpapi.RateLimit{Requests: s.api.PostbackLimitRequests, Window: s.api.RateLimitWindow},
-		FailedAuthLimit: s.api.FailedAuthLimit, Limits: ratelimit.NewPostgres(p.pg),
+		Idempotency:        idem,
+		RateLimit:          httpapi.RateLimit{Requests: s.api.RateLimitRequests, Window: s.api.RateLimitWindow},
+		PostbackLimit:      httpapi.RateLimit{Requests: s.api.PostbackLimitRequests, Window: s.api.RateLimitWindow},
+		ScriptLimit:        httpapi.RateLimit{Requests: s.api.ScriptLimitRequests, Window: s.api.RateLimitWindow},
+		ScriptAddressLimit: httpapi.RateLimit{Requests: s.api.ScriptAddressLimitRequests, Window: s.api.RateLimitWindow},
+		FailedAuthLimit:    s.api.FailedAuthLimit, Limits: ratelimit.NewPostgres(p.pg),
 		TrustedProxies: s.api.Proxies, ProxyProtocol: s.api.ProxyProtocol,
 	})
 	prg := programs.NewService(p.pg, programs.Options{})

@@ -198,3 +198,17 @@ func addrOf(a net.Addr) netip.Addr {
 	}
 	return tcp.AddrPort().Addr().Unmap()
 }
+
+// Subscriber is the range of addresses one client usually holds, which a budget per client
+// address counts: the address itself for IPv4, its /64 for IPv6, since one subscriber is
+// usually given a whole /64 and could rotate through it. It is the zero Prefix for the zero
+// Addr.
+func Subscriber(a netip.Addr) netip.Prefix {
+	a = a.WithZone("").Unmap()
+	bits := 32
+	if a.Is6() {
+		bits = 64
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}

@@ -44,6 +44,12 @@ func TestLoadNamesTheSettingThatIsWrong(t *testing.T) {
 			wantErr: "setting --shutdown-timeout (PARTNERSTREAM_SHUTDOWN_TIMEOUT)",
 		},
 		{
+			name:    "a negative budget of script clicks per address names its variable",
+			env:     map[string]string{"PARTNERSTREAM_SCRIPT_ADDRESS_RATE_LIMIT_REQUESTS": "-1"},
+			groups:  func() []Group { return []Group{&API{}} },
+			wantErr: "setting --script-address-rate-limit-requests (PARTNERSTREAM_SCRIPT_ADDRESS_RATE_LIMIT_REQUESTS): must be 0 (off) or more",
+		},
+		{
 			name:    "a broker without a port is refused",
 			args:    []string{"--kafka-brokers", "localhost"},
 			groups:  func() []Group { return []Group{&Kafka{}} },

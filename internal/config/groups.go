@@ -227,8 +227,12 @@ type API struct {
 	RateLimitWindow   time.Duration
 	// PostbackLimitRequests is each postback token's budget per RateLimitWindow.
 	PostbackLimitRequests int
-	FailedAuthLimit       int
-	WebhookSecretWait     time.Duration
+	// ScriptLimitRequests is each publishable key's budget of tracking script clicks per
+	// RateLimitWindow, and ScriptAddressLimitRequests each client address's per key.
+	ScriptLimitRequests        int
+	ScriptAddressLimitRequests int
+	FailedAuthLimit            int
+	WebhookSecretWait          time.Duration
 	// AutoApprovalInterval is how often commissions whose hold days ended are approved.
 	AutoApprovalInterval time.Duration
 	// OperatorCompanies run the platform: their owners and admins keep every company's
@@ -244,9 +248,11 @@ func (a *API) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.Addr, "http-addr", ":8080", "listen address of the HTTP API, dashboard and click redirects")
 	fs.StringVar(&a.BaseURL, "base-url", "http://127.0.0.1:8080", "public URL of the api, used in tracking links and e-mails")
 	fs.IntVar(&a.RateLimitRequests, "rate-limit-requests", 1200, "requests per API key or session per window, shared by every api replica (0 disables)")
-	fs.DurationVar(&a.RateLimitWindow, "rate-limit-window", time.Minute, "window of the per-credential and per-postback-token rate limits")
+	fs.DurationVar(&a.RateLimitWindow, "rate-limit-window", time.Minute, "window of the per-credential, per-postback-token and tracking script rate limits")
 	fs.IntVar(&a.PostbackLimitRequests, "postback-rate-limit-requests", 1200, "postbacks (GET or POST /postback) per postback token per window, shared by every api replica (0 disables)")
-	fs.IntVar(&a.FailedAuthLimit, "failed-auth-limit", 20, "wrong API keys, session tokens or postback tokens one address may send per minute, counted across the api replicas, before its further wrong ones get 429 for the rest of the minute; valid credentials are always served (0 disables)")
+	fs.IntVar(&a.ScriptLimitRequests, "script-rate-limit-requests", 6000, "tracking script clicks (POST /api/script/clicks) per publishable key per window, shared by every api replica (0 disables)")
+	fs.IntVar(&a.ScriptAddressLimitRequests, "script-address-rate-limit-requests", 120, "tracking script clicks per client address (an IPv6 client's /64) and publishable key per window, shared by every api replica (0 disables)")
+	fs.IntVar(&a.FailedAuthLimit, "failed-auth-limit", 20, "wrong API keys, session tokens, postback tokens or publishable keys one address may send per minute, counted across the api replicas, before its further wrong ones get 429 for the rest of the minute; valid credentials are always served (0 disables)")
 	fs.StringSliceVar(&a.OperatorCompanies, "operator-companies", nil, "comma-separated company ids (co_...) of the platform's operator: their owners and admins keep the exchange rates of every company")
 	fs.StringSliceVar(&a.TrustedProxies, "trusted-proxies", nil, "comma-separated address ranges (or addresses) of the proxies in front of the api, such as an ingress controller's pods: from them the client address is taken from X-Forwarded-For (or a PROXY protocol header); empty trusts none and the client is the connection's peer")
 	fs.BoolVar(&a.ProxyProtocol, "proxy-protocol", false, "accept a PROXY protocol header (v1 or v2) from --trusted-proxies on the api's connections, for a TCP load balancer in front; a header from any other peer closes the connection")
@@ -268,6 +274,12 @@ func (a *API) Validate() error {
 	}
 	if a.PostbackLimitRequests < 0 {
 		return Invalid("postback-rate-limit-requests", errors.New("must be 0 (off) or more"))
+	}
+	if a.ScriptLimitRequests < 0 {
+		return Invalid("script-rate-limit-requests", errors.New("must be 0 (off) or more"))
+	}
+	if a.ScriptAddressLimitRequests < 0 {
+		return Invalid("script-address-rate-limit-requests", errors.New("must be 0 (off) or more"))
 	}
 	if a.FailedAuthLimit < 0 {
 		return Invalid("failed-auth-limit", errors.New("must be 0 (off) or more"))

@@ -93,6 +93,8 @@ type stackOptions struct {
 	// places believes X-Forwarded-For from loopback, so that a test's clicks come from the
 	// addresses it names, and ingest finds their countries in a database of these networks.
 	places []enrichtest.Network
+	// api changes the api server's options.
+	api func(*httpapi.Options)
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
@@ -163,8 +165,12 @@ func newStack(t *testing.T, o stackOptions) *stack {
 		}
 		t.Cleanup(enricher.Close)
 	}
-	srv := httpapi.New(httpapi.Options{Addr: addr, Log: quiet, Health: health.NewRegistry(), Keys: keyAuth,
-		Sessions: httpapi.SessionAuth(sessions), Idempotency: idempotency.NewStore(db, nil), TrustedProxies: proxies})
+	apiOpts := httpapi.Options{Addr: addr, Log: quiet, Health: health.NewRegistry(), Keys: keyAuth,
+		Sessions: httpapi.SessionAuth(sessions), Idempotency: idempotency.NewStore(db, nil), TrustedProxies: proxies}
+	if o.api != nil {
+		o.api(&apiOpts)
+	}
+	srv := httpapi.New(apiOpts)
 	s.prg = programs.NewService(db, programs.Options{})
 	srvBase := "http://127.0.0.1" // links carry it; the redirect is called by path
 	s.lks = links.NewService(db, links.Options{BaseURL: srvBase})
@@ -290,12 +296,21 @@ func (s *stack) eventually(t *testing.T, what string, cond func() (bool, string)
 // click id the landing page receives.
 func (s *stack) trafficFor(t *testing.T, advertiserEmail, affiliateEmail string) string {
 	t.Helper()
-	ctx := context.Background()
-	u, err := s.ids.UserByEmail(ctx, advertiserEmail)
+	u, err := s.ids.UserByEmail(context.Background(), advertiserEmail)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := s.prg.CreateProgram(ctx, programs.Actor{CompanyID: u.CompanyID, Kind: identity.Advertiser, Role: "owner"},
+	_, code := s.partnerLink(t, u.CompanyID, affiliateEmail)
+	return s.click(t, code)
+}
+
+// partnerLink gives the advertiser a public program "Shoes" and a new affiliate company an
+// approved partnership with a tracking link to it; it returns the program's id and the link's
+// code.
+func (s *stack) partnerLink(t *testing.T, advertiserID, affiliateEmail string) (programID, code string) {
+	t.Helper()
+	ctx := context.Background()
+	prog, err := s.prg.CreateProgram(ctx, programs.Actor{CompanyID: advertiserID, Kind: identity.Advertiser, Role: "owner"},
 		programs.ProgramInput{Name: "Shoes", LandingURL: "https://shop.example/", Currency: "EUR",
 			Commission: &programs.RuleInput{Type: "fixed", Amount: "12.50"}, Visibility: "public"})
 	if err != nil {
@@ -312,7 +327,7 @@ func (s *stack) trafficFor(t *testing.T, advertiserEmail, affiliateEmail string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.click(t, link.Code)
+	return prog.ID, link.Code
 }
 
 // click follows a tracking link like a browser and returns the click id the landing page

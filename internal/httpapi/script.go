@@ -17,7 +17,7 @@ type ScriptService interface {
 	Settings(ctx context.Context, advertiserID, programID string) (trackscript.Settings, error)
 	SetSettings(ctx context.Context, advertiserID, programID string, in trackscript.Settings) (trackscript.Settings, error)
 	ForKey(ctx context.Context, key string) (trackscript.Settings, error)
-	Click(ctx context.Context, key, origin string, v tracking.Visit) (trackscript.Click, error)
+	Click(ctx context.Context, key, origin string, v tracking.Visit, admit func(keyID string) error) (trackscript.Click, error)
 }
 
 // MountScript adds the tracking script (/t.js), the public endpoint its clicks go to, and the
@@ -32,7 +32,8 @@ func (s *Server) MountScript(svc ScriptService) {
 }
 
 type scriptHandlers struct {
-	// server throttles addresses that send wrong keys and decides client addresses.
+	// server throttles addresses that send wrong keys, decides client addresses and keeps
+	// the budgets of the script's clicks.
 	server *Server
 	svc    ScriptService
 }
@@ -82,9 +83,22 @@ func (h scriptHandlers) click(c *fiber.Ctx) error {
 	}
 	v := tracking.Visit{Code: in.Code, IP: clientIP(c, h.server.clients), UserAgent: c.Get(fiber.HeaderUserAgent),
 		Referrer: in.Referrer, VisitorID: in.VisitorID, Subs: in.Subs, Landing: in.URL}
+	// The budgets are taken once the key and the origin are known to be good: a wrong key
+	// spends nobody's budget (it counts against its address instead), and the address's
+	// budget comes first, so that one address past its own spends none of the key's.
+	admit := func(keyID string) error {
+		err := allowEach(c, budget{h.server.scriptAddressLimiter, keyID + " " + subscriber(v.IP)},
+			budget{h.server.scriptLimiter, keyID})
+		if err != nil {
+			// The page may read its refusal: the script then ends quietly, without the
+			// browser's CORS error.
+			c.Set(fiber.HeaderAccessControlAllowOrigin, origin)
+		}
+		return err
+	}
 	var click trackscript.Click
 	err := h.server.credential(c, func(c *fiber.Ctx) (err error) {
-		click, err = h.svc.Click(c.UserContext(), in.Key, origin, v)
+		click, err = h.svc.Click(c.UserContext(), in.Key, origin, v, admit)
 		if errors.Is(err, trackscript.ErrUnknownKey) {
 			return NewProblem(fiber.StatusUnauthorized, "invalid_publishable_key", "key must be an active publishable key (ps_pk_...) of the program")
 		}

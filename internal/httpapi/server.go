@@ -51,9 +51,14 @@ type Options struct {
 	// PostbackLimit is the budget of each postback token (GET and POST /postback); zero
 	// Requests disables it.
 	PostbackLimit RateLimit
+	// ScriptLimit is the budget of tracking script clicks of each publishable key, and
+	// ScriptAddressLimit that of each client address per key (POST /api/script/clicks);
+	// zero Requests disables either.
+	ScriptLimit, ScriptAddressLimit RateLimit
 	// FailedAuthLimit is how many wrong credentials (API keys, session tokens, postback
-	// tokens) an address may send per minute before its further wrong ones get 429 for the
-	// rest of the minute; valid credentials are always served. 0 disables.
+	// tokens, publishable keys) an address may send per minute before its further wrong
+	// ones get 429 for the rest of the minute; valid credentials are always served. 0
+	// disables.
 	FailedAuthLimit int
 	// Limits is where the api replicas share their rate-limit counts
 	// (ratelimit.NewPostgres); nil counts in this process only, a budget per replica.
@@ -73,12 +78,15 @@ type Server struct {
 	keys     KeyAuthenticator
 	sessions SessionAuthenticator
 	idem     IdempotencyStore
-	// limiter is the per-credential budget and postbackLimiter the per-token one (nil: off);
-	// failedAuth throttles addresses that send wrong credentials. All count in limitStore.
-	limiter         *limiter
-	postbackLimiter *limiter
-	failedAuth      *failedAuth
-	limitStore      ratelimit.Store
+	// limiter is the per-credential budget, postbackLimiter the per-token one, and the
+	// script's the per-publishable-key and per-address ones (nil: off); failedAuth throttles
+	// addresses that send wrong credentials. All count in limitStore.
+	limiter              *limiter
+	postbackLimiter      *limiter
+	scriptLimiter        *limiter
+	scriptAddressLimiter *limiter
+	failedAuth           *failedAuth
+	limitStore           ratelimit.Store
 	// clients decides a request's client address (clientIP); proxyProtocol wraps the
 	// listener for the PROXY protocol.
 	clients       clientaddr.Trusted
@@ -124,7 +132,10 @@ func New(o Options) *Server {
 	s = &Server{app: app, addr: o.Addr, log: o.Log, keys: o.Keys, sessions: o.Sessions, idem: o.Idempotency,
 		limiter:         newLimiter(o.Limits, scopeCredential, "this credential", o.RateLimit, o.Now),
 		postbackLimiter: newLimiter(o.Limits, scopePostback, "this postback token", o.PostbackLimit, o.Now),
-		failedAuth:      newFailedAuth(o.Limits, o.FailedAuthLimit, o.Now), limitStore: o.Limits,
+		scriptLimiter:   newLimiter(o.Limits, scopeScriptKey, "this publishable key", o.ScriptLimit, o.Now),
+		scriptAddressLimiter: newLimiter(o.Limits, scopeScriptAddress, "this client address with this publishable key",
+			o.ScriptAddressLimit, o.Now),
+		failedAuth: newFailedAuth(o.Limits, o.FailedAuthLimit, o.Now), limitStore: o.Limits,
 		clients: o.TrustedProxies, proxyProtocol: o.ProxyProtocol, bound: make(chan string, 1)}
 	app.Use(s.recover, requestID, observe, s.families)
 	app.Get("/healthz", func(c *fiber.Ctx) error {
@@ -232,6 +243,16 @@ func clientIP(c *fiber.Ctx, trusted clientaddr.Trusted) string {
 	}
 	var buf [len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff")]byte
 	return string(addr.AppendTo(buf[:0]))
+}
+
+// subscriber is the range a budget per client address counts for an address clientIP gave
+// (clientaddr.Subscriber: an IPv6 client's /64).
+func subscriber(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	return clientaddr.Subscriber(a).String()
 }
 
 const requestIDHeader = "X-Request-Id"

@@ -42,6 +42,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/partnerstream/partnerstream/internal/clientaddr"
 	"github.com/partnerstream/partnerstream/internal/mailer"
 )
 
@@ -370,17 +371,11 @@ func wellFormed(code string) bool {
 	return true
 }
 
-// ipKey is what the per-IP limit counts: the address itself for IPv4, its /64 for IPv6,
-// because one subscriber usually holds a whole /64 and could rotate through it.
+// ipKey is what the per-IP limit counts (clientaddr.Subscriber: an IPv6 client's /64).
 func ipKey(ip string) (netip.Prefix, error) {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("magiccode: client IP %q: %w", ip, err)
 	}
-	a = a.WithZone("").Unmap()
-	bits := 32
-	if a.Is6() {
-		bits = 64
-	}
-	return a.Prefix(bits)
+	return clientaddr.Subscriber(a), nil
 }

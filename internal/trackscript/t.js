@@ -58,6 +58,8 @@
       body: JSON.stringify({key: cfg.key, code: code, url: location.href, referrer: document.referrer,
         visitor_id: read(VISITOR) || "", subs: subs}),
     })
+      // A refusal (429 past the key's or the address's budget included) keeps clickId and is
+      // not retried: the next page that carries a code asks again.
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (b) {
         if (b && b.click_id) {

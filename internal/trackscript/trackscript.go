@@ -217,11 +217,18 @@ func (st Settings) Allowed(origin string) bool {
 // ForKey returns the settings of a publishable key's program (what the script is configured
 // with), or ErrUnknownKey.
 func (s *Service) ForKey(ctx context.Context, key string) (Settings, error) {
+	_, st, err := s.forKey(ctx, key)
+	return st, err
+}
+
+// forKey is ForKey with the key's record.
+func (s *Service) forKey(ctx context.Context, key string) (identity.PublishableKey, Settings, error) {
 	k, err := s.lookup(ctx, key)
 	if err != nil {
-		return Settings{}, err
+		return k, Settings{}, err
 	}
-	return s.settings(ctx, `p.id = $1`, k.ProgramID)
+	st, err := s.settings(ctx, `p.id = $1`, k.ProgramID)
+	return k, st, err
 }
 
 func (s *Service) lookup(ctx context.Context, key string) (identity.PublishableKey, error) {
@@ -250,14 +257,21 @@ type Click struct {
 
 // Click registers the click a page of origin reported with a publishable key: the key
 // must be valid (ErrUnknownKey), the origin one of its program's (ErrOriginNotAllowed) and
-// the code a link of its program (ErrUnknownCode).
-func (s *Service) Click(ctx context.Context, key, origin string, v tracking.Visit) (Click, error) {
-	st, err := s.ForKey(ctx, key)
+// the code a link of its program (ErrUnknownCode). admit, if set, is asked with the key's
+// id once the key and the origin are known to be good, before the code is looked up or
+// anything recorded; its error (a spent budget) is returned as it is.
+func (s *Service) Click(ctx context.Context, key, origin string, v tracking.Visit, admit func(keyID string) error) (Click, error) {
+	k, st, err := s.forKey(ctx, key)
 	if err != nil {
 		return Click{}, err
 	}
 	if !st.Allowed(origin) {
 		return Click{}, ErrOriginNotAllowed
+	}
+	if admit != nil {
+		if err := admit(k.KeyID); err != nil {
+			return Click{}, err
+		}
 	}
 	c, visitor, err := s.clicks.ScriptClick(ctx, st.ProgramID, v)
 	if errors.Is(err, tracking.ErrUnknownLink) {

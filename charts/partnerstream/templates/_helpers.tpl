@@ -123,6 +123,8 @@ plain value or a setting object ({value, secretName, secretKey}; the Secret wins
 - {env: PARTNERSTREAM_RATE_LIMIT_REQUESTS, commands: [api], value: {{ int64 $v.api.rateLimitRequests | toString | toJson }}}
 - {env: PARTNERSTREAM_RATE_LIMIT_WINDOW, commands: [api], value: {{ toJson $v.api.rateLimitWindow }}}
 - {env: PARTNERSTREAM_POSTBACK_RATE_LIMIT_REQUESTS, commands: [api], value: {{ int64 $v.api.postbackRateLimitRequests | toString | toJson }}}
+- {env: PARTNERSTREAM_SCRIPT_RATE_LIMIT_REQUESTS, commands: [api], value: {{ int64 $v.api.scriptRateLimitRequests | toString | toJson }}}
+- {env: PARTNERSTREAM_SCRIPT_ADDRESS_RATE_LIMIT_REQUESTS, commands: [api], value: {{ int64 $v.api.scriptAddressRateLimitRequests | toString | toJson }}}
 - {env: PARTNERSTREAM_FAILED_AUTH_LIMIT, commands: [api], value: {{ int64 $v.api.failedAuthLimit | toString | toJson }}}
 - {env: PARTNERSTREAM_OPERATOR_COMPANIES, commands: [api], value: {{ join "," $v.api.operatorCompanies | toJson }}}
 - {env: PARTNERSTREAM_TRUSTED_PROXIES, commands: [api], value: {{ join "," $v.api.trustedProxies | toJson }}}

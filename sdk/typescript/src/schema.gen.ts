@@ -1469,6 +1469,10 @@ export interface paths {
          *     click then takes the redirect's path (signed id, visitor, bots, duplicates,
          *     enrichment, statistics). Only an allowed origin gets `Access-Control-Allow-Origin`.
          *     An address that keeps sending wrong keys gets 429 `too_many_failed_credentials`.
+         *     Each publishable key has a budget of clicks per window, and each client address one
+         *     per key (`RateLimit-*` headers of the one with less left; 429 `rate_limited` with
+         *     `Retry-After` beyond either, with `Access-Control-Allow-Origin` so that the page can
+         *     read it), shared by every api replica.
          */
         post: operations["registerScriptClick"];
         delete?: never;
