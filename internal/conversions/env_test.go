@@ -15,8 +15,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/ids"
-	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -38,16 +38,7 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	ctx := context.Background()
-	url := testenv.Postgres(t)
-	if err := pgstore.Migrate(ctx, url, quiet); err != nil {
-		t.Fatal(err)
-	}
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+	_, db := pgtest.Migrated(t)
 	e := &env{db: db, ids: identity.NewStore(db), clock: testenv.NewClock(), keys: clickIDKeys(t), links: map[string]string{}}
 	e.clock.Set(time.Now().UTC().Truncate(time.Second))
 	e.svc = conversions.New(db, conversions.Options{Now: e.clock.Now, ClickIDs: e.keys})

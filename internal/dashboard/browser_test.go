@@ -14,10 +14,12 @@ import (
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/partnerstream/partnerstream/internal/identity"
@@ -40,6 +42,58 @@ type browser struct {
 	lang   string
 	mu     sync.Mutex
 	errors []string
+	// context is the tab's browser context: its cookies, storage and downloads.
+	context cdp.BrowserContextID
+}
+
+// chromiums are the Chromium processes of the package's tests, one per set of command-line
+// flags (language and window size), started on first use and stopped by TestMain: each test
+// gets a tab in a browser context of its own (cookies, storage and cache of its own), as a
+// fresh Chromium would give it, without waiting for one to start.
+var chromiums struct {
+	mu    sync.Mutex
+	roots map[string]context.Context
+	stops []func()
+}
+
+// chromium returns the context of the first tab of the Chromium with these flags.
+func chromium(t *testing.T, lang string, width, height int) context.Context {
+	t.Helper()
+	chromiums.mu.Lock()
+	defer chromiums.mu.Unlock()
+	key := fmt.Sprintf("%s %dx%d", lang, width, height)
+	if root, ok := chromiums.roots[key]; ok {
+		return root
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(width, height), chromedp.Flag("lang", lang),
+		// Chromium starts slowly on a 2-core CI machine busy with other test packages; the
+		// default 20 s wait for its DevTools address is not always enough there.
+		chromedp.WSURLReadTimeout(2*time.Minute))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	root, cancel := chromedp.NewContext(actx)
+	if err := chromedp.Run(root); err != nil {
+		cancel()
+		cancelAlloc()
+		t.Fatalf("start %s (%s): %v", chromiumPath, key, err)
+	}
+	if chromiums.roots == nil {
+		chromiums.roots = map[string]context.Context{}
+	}
+	chromiums.roots[key] = root
+	chromiums.stops = append(chromiums.stops, func() { cancel(); cancelAlloc() })
+	return root
+}
+
+// stopChromiums stops every Chromium the tests started.
+func stopChromiums() {
+	chromiums.mu.Lock()
+	defer chromiums.mu.Unlock()
+	for _, stop := range chromiums.stops {
+		stop()
+	}
+	chromiums.roots, chromiums.stops = nil, nil
 }
 
 func newBrowser(t *testing.T, base, lang string, width, height int) *browser {
@@ -50,17 +104,36 @@ func newBrowser(t *testing.T, base, lang string, width, height int) *browser {
 		}
 		t.Skipf("%s is missing: run hack/deps.sh", chromiumPath)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(width, height), chromedp.Flag("lang", lang),
-		// Chromium starts slowly on a 2-core CI machine busy with other test packages; the
-		// default 20 s wait for its DevTools address is not always enough there.
-		chromedp.WSURLReadTimeout(2*time.Minute))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
-	b := &browser{ctx: ctx, t: t, base: base, lang: lang}
+	root := chromium(t, lang, width, height)
+	// A new window of a new browser context: the window takes the size of the command line's,
+	// and the context is the tab's alone.
+	var id target.ID
+	var bctx cdp.BrowserContextID
+	if err := chromedp.Run(root, chromedp.ActionFunc(func(ctx context.Context) error {
+		browser := cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser)
+		var err error
+		if bctx, err = target.CreateBrowserContext().Do(browser); err != nil {
+			return fmt.Errorf("create a browser context: %w", err)
+		}
+		if id, err = target.CreateTarget("about:blank").WithBrowserContextID(bctx).WithNewWindow(true).Do(browser); err != nil {
+			return fmt.Errorf("open a tab: %w", err)
+		}
+		return nil
+	})); err != nil {
+		t.Fatalf("browser (%s): %v", lang, err)
+	}
+	tab, closeTab := chromedp.NewContext(root, chromedp.WithTargetID(id))
+	ctx, cancelTimeout := context.WithTimeout(tab, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		closeTab()
+		// Its cookies and storage go with it (chromedp closes a tab it attached to, but leaves
+		// the context it did not create).
+		_ = chromedp.Run(root, chromedp.ActionFunc(func(ctx context.Context) error {
+			return target.DisposeBrowserContext(bctx).Do(cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser))
+		}))
+	})
+	b := &browser{ctx: ctx, t: t, base: base, lang: lang, context: bctx}
 	chromedp.ListenTarget(ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventExceptionThrown:
@@ -137,7 +210,8 @@ func (b *browser) waitFor(what, js string) {
 			b.eval(`(document.getElementById('flash')||{}).textContent||''`, &flash)
 			b.t.Fatalf("browser (%s): waiting for %s: gave up (flash: %q)", b.lang, what, flash)
 		}
-		time.Sleep(100 * time.Millisecond)
+		// An evaluation costs the page little; most conditions hold within a few polls.
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -347,7 +421,7 @@ func TestBrowserJourneys(t *testing.T) {
 func (b *browser) checkExports(order string) {
 	b.t.Helper()
 	dir := b.t.TempDir()
-	b.run(cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir))
+	b.run(cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(dir).WithBrowserContextID(b.context))
 	b.run(chromedp.SetValue("#f-status", "approved", chromedp.ByQuery),
 		chromedp.Evaluate(`document.getElementById('filter-form').dispatchEvent(new Event('change')), true`, nil))
 	var href string

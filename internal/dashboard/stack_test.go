@@ -80,7 +80,11 @@ type stack struct {
 // the webhook journey then skips, or fails under CI=true).
 var kube *kubetest.Env
 
-func TestMain(m *testing.M) { os.Exit(kubetest.Run(m, &kube)) }
+func TestMain(m *testing.M) {
+	code := kubetest.Run(m, &kube)
+	stopChromiums()
+	os.Exit(code)
+}
 
 // stackOptions choose the optional parts of the stack.
 type stackOptions struct {

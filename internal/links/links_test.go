@@ -3,8 +3,6 @@ package links_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,11 +16,8 @@ import (
 	"github.com/partnerstream/partnerstream/internal/links/linkstest"
 	"github.com/partnerstream/partnerstream/internal/page"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
-	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 )
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type world struct {
 	db                 *pgxpool.Pool
@@ -34,16 +29,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	ctx := context.Background()
-	url := testenv.Postgres(t)
-	if err := pgstore.Migrate(ctx, url, quiet); err != nil {
-		t.Fatal(err)
-	}
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+	_, db := pgtest.Migrated(t)
 	w := &world{db: db, svc: links.NewService(db, links.Options{BaseURL: "https://go.example.test/"})}
 	w.adv = linkstest.Company(t, db, identity.Advertiser)
 	w.aff = linkstest.Company(t, db, identity.Affiliate)

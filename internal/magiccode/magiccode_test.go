@@ -19,6 +19,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/mailer"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
 	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 )
 
 const (
@@ -32,10 +33,7 @@ var pepper = []byte("test pepper of at least thirty-two bytes!")
 func database(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
-	dsn := testenv.Postgres(t)
-	if err := pgstore.Migrate(ctx, dsn, nil); err != nil {
-		t.Fatalf("Migrate: %v", err)
-	}
+	dsn := pgtest.URL(t)
 	// More connections than the default (max(4, CPUs)) let the concurrency tests really race.
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -618,10 +616,7 @@ func TestPruneDeletesOnlyRowsPastEveryWindow(t *testing.T) {
 func TestLimitsHoldAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := testenv.Postgres(t)
-	if err := pgstore.Migrate(ctx, dsn, nil); err != nil {
-		t.Fatalf("Migrate: %v", err)
-	}
+	dsn := pgtest.URL(t)
 	m, inbox := smtpMailer(t)
 	c := testenv.NewClock()
 	var replicas []*magiccode.Service

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +13,7 @@ import (
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/identity"
 	"github.com/partnerstream/partnerstream/internal/postbacks"
-	"github.com/partnerstream/partnerstream/internal/store/pgstore"
-	"github.com/partnerstream/partnerstream/internal/testenv"
+	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 	"github.com/partnerstream/partnerstream/internal/webhooks/signing"
 )
 
@@ -30,15 +27,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	url := testenv.Postgres(t)
-	if err := pgstore.Migrate(ctx, url, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		t.Fatal(err)
-	}
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+	_, db := pgtest.Migrated(t)
 	f := &fixture{db: db, now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	f.svc = postbacks.NewService(db, postbacks.Options{Now: func() time.Time { return f.now }})
 	ids := identity.NewStore(db)

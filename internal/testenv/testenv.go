@@ -59,6 +59,13 @@ func Name(prefix string) string {
 // dropped when the test ends.
 func Postgres(t testing.TB) string {
 	t.Helper()
+	return PostgresCopy(t, "")
+}
+
+// PostgresCopy is Postgres with a copy of the template database (CREATE DATABASE ... TEMPLATE)
+// rather than an empty one; "" is the server's default template.
+func PostgresCopy(t testing.TB, template string) string {
+	t.Helper()
 	admin := Require(t, EnvPostgres)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -68,7 +75,11 @@ func Postgres(t testing.TB) string {
 	}
 	defer conn.Close(ctx)
 	name := Name("pst")
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	create := "CREATE DATABASE " + name
+	if template != "" {
+		create += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
+	}
+	if _, err := conn.Exec(ctx, create); err != nil {
 		t.Fatalf("testenv: create database %s: %v", name, err)
 	}
 	t.Cleanup(func() {

@@ -16,7 +16,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/links"
 	"github.com/partnerstream/partnerstream/internal/links/linkstest"
 	"github.com/partnerstream/partnerstream/internal/store/pgstore"
-	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
 	"github.com/partnerstream/partnerstream/internal/tracking"
 )
@@ -163,15 +162,7 @@ func TestResolverDoesNotCacheALookupThatRacedANotification(t *testing.T) {
 func TestChangesReachTheCacheThroughNotify(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	url := testenv.Postgres(t)
-	if err := pgstore.Migrate(ctx, url, quiet); err != nil {
-		t.Fatal(err)
-	}
-	db, err := pgstore.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+	_, db := pgtest.Migrated(t)
 	svc := links.NewService(db, links.Options{BaseURL: "http://127.0.0.1"})
 	adv, aff := linkstest.Company(t, db, identity.Advertiser), linkstest.Company(t, db, identity.Affiliate)
 	program := linkstest.Program(t, db, adv, "https://shop.example.test/", "")
