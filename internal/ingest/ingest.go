@@ -216,6 +216,7 @@ func newClickDecoder(u *uniques, e *enrich.Session) decoder[clickRecord] {
 		if e != nil {
 			r.enriched = e.Enrich(r.field(events.FieldIP), r.field(events.FieldUserAgent), r.field(events.FieldReferrer), r.field(events.FieldLandingURL))
 		}
+		p.forget(r, events.FieldLandingURL)
 		return u.decide(ctx, r)
 	}
 }
