@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"strings"
-	"unique"
 )
 
 // Options configure an Enricher.
@@ -164,23 +163,12 @@ func (c *cache[V]) get(k string) (V, bool) {
 }
 
 // put keeps no reference to k, which may be a view of a buffer the caller reuses (ingest's
-// arena); nor may v (intern).
+// arena); nor may v: a value that kept a piece of an input (a referrer's domain, a campaign)
+// kept the whole of ingest's arena of a fetch's clicks, 256 KiB, for as long as it was
+// cached, so such values are copies (strings.Clone, on a cache's misses only).
 func (c *cache[V]) put(k string, v V) {
 	if len(c.m) >= c.max {
 		clear(c.m)
 	}
 	c.m[maphash.String(c.seed, k)] = v
-}
-
-// intern is s's canonical copy (unique.Make), for every string a cached value keeps. An input
-// is a view of ingest's arena (the strings of a fetch's clicks, 256 KiB at a time), and a
-// value that held a piece of it, such as a referrer's domain or a campaign, held the whole
-// arena for as long as the value was cached: up to one arena for each of a session's cached
-// referrers and landing URLs. Interned, every session and every click shares one copy of a
-// domain, a campaign, a country or an AS organisation; interning runs on a cache's misses only.
-func intern(s string) string {
-	if s == "" {
-		return ""
-	}
-	return unique.Make(s).Value()
 }

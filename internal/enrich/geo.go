@@ -97,7 +97,6 @@ func decodePlace(res maxminddb.Result) *Place {
 	if *p == (Place{}) {
 		return nil
 	}
-	p.Country, p.Region, p.City = intern(p.Country), intern(p.Region), intern(p.City)
 	return p
 }
 

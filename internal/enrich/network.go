@@ -30,7 +30,7 @@ func (s *Session) decodeNetwork(res maxminddb.Result) *Network {
 	if res.Decode(&rec) != nil || rec.Number == 0 {
 		return nil
 	}
-	return &Network{ASN: rec.Number, Org: intern(rec.Org), Hosting: s.e.hosting[rec.Number]}
+	return &Network{ASN: rec.Number, Org: rec.Org, Hosting: s.e.hosting[rec.Number]}
 }
 
 //go:embed hosting-asns.txt

@@ -45,8 +45,9 @@ func parseUTM(landing string) *UTM {
 	}
 	// ParseQuery keeps the pairs it could read when a later one is malformed.
 	q, _ := url.ParseQuery(u.RawQuery)
-	utm := &UTM{Source: intern(cut(q.Get("utm_source"))), Medium: intern(cut(q.Get("utm_medium"))),
-		Campaign: intern(cut(q.Get("utm_campaign")))}
+	// Copies: no views of landing (cache.put).
+	utm := &UTM{Source: strings.Clone(cut(q.Get("utm_source"))), Medium: strings.Clone(cut(q.Get("utm_medium"))),
+		Campaign: strings.Clone(cut(q.Get("utm_campaign")))}
 	var paid []string
 	for _, p := range PaidAdsParams {
 		if q.Has(p) || p == "sccid" && q.Has("ScCid") {
