@@ -99,8 +99,8 @@ bench-conversions: ## Conversions/s end to end (HTTP -> attribution -> Postgres 
 bench-redirect: ## Click redirects per second and p50/p99 in async and ack modes beside a bare Fiber 302 (wrk, 64 and 256 connections)
 	@bash hack/bench-redirect.sh
 
-bench-ingest: ## Ingest events/s (topic to queryable rows, clicks enriched) beside a raw ClickHouse batch insert of the same rows, ingest CPU µs/event (backlog and 3,000/s live), enrichment's CPU ns/click, and click-to-visible latency
-	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/ingest/ -run '^$$' -bench 'IngestThroughput|IngestSteady|ClickToVisible|EnrichClick' -benchtime 1x -timeout 20m
+bench-ingest: ## Ingest events/s (topic to queryable rows, clicks enriched) beside a raw ClickHouse batch insert of the same rows, ingest CPU µs/event (backlog and 3,000/s live), its peak RSS and heap with enrichment and without, enrichment's CPU ns/click, and click-to-visible latency
+	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/ingest/ -run '^$$' -bench 'IngestThroughput|IngestMemory|IngestSteady|ClickToVisible|EnrichClick' -benchtime 1x -timeout 25m
 
 bench-stats: ## p50/p95 of 30-day stats queries over 10 million clicks, per grouping, in UTC and in Asia/Kathmandu
 	@GO_TEST_FLAGS=-count=1 bash hack/test.sh ./internal/stats/ -run '^$$' -bench 'Stats30Days' -benchtime 200x -timeout 30m

@@ -163,7 +163,9 @@ func (c *cache[V]) get(k string) (V, bool) {
 }
 
 // put keeps no reference to k, which may be a view of a buffer the caller reuses (ingest's
-// arena).
+// arena); nor may v: a value that kept a piece of an input (a referrer's domain, a campaign)
+// kept the whole of ingest's arena of a fetch's clicks, 256 KiB, for as long as it was
+// cached, so such values are copies (strings.Clone, on a cache's misses only).
 func (c *cache[V]) put(k string, v V) {
 	if len(c.m) >= c.max {
 		clear(c.m)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/partnerstream/partnerstream/internal/enrich/enrichtest"
 	"github.com/partnerstream/partnerstream/internal/testenv"
@@ -317,6 +318,32 @@ func TestCaches(t *testing.T) {
 	}
 	if v, ok := c.get("d"); !ok || v != 3 {
 		t.Errorf("the entry put after it started over: %d, %v", v, ok)
+	}
+}
+
+// Ingest hands the session views of its arena, which a cached value must not keep: the arena
+// would live as long as the value, and a test overwriting the bytes sees whether it does.
+func TestCachedValuesKeepNoViewOfTheirInputs(t *testing.T) {
+	geo := enrichtest.GeoLite2City(t, testNetworks...)
+	s := mustNew(t, Options{GeoIPDB: geo, ASNDB: enrichtest.ASN(t, asnNetworks()...)}).NewSession()
+	ip, ua := "203.0.113.7", deviceCases[0].ua
+	ref, landing := "https://www.example.co.uk/reviews", "https://shop.example/p?utm_source=news&utm_medium=email&utm_campaign=spring"
+	arena := []byte(ip + ua + ref + landing)
+	view := func(from, n int) string { return unsafe.String(&arena[from], n) }
+	got := s.Enrich(view(0, len(ip)), view(len(ip), len(ua)), view(len(ip)+len(ua), len(ref)), view(len(ip)+len(ua)+len(ref), len(landing)))
+	for i := range arena {
+		arena[i] = 'x'
+	}
+	want := mustNew(t, Options{GeoIPDB: geo, ASNDB: enrichtest.ASN(t, asnNetworks()...)}).NewSession().Enrich(ip, ua, ref, landing)
+	if *got.Address.Place != *want.Address.Place || *got.Address.Network != *want.Address.Network || got.Address.Stored != want.Address.Stored {
+		t.Errorf("the address's values changed with the bytes of the input: %+v, want %+v", *got.Address, *want.Address)
+	}
+	if *got.Device != *want.Device || *got.Referrer != *want.Referrer || *got.UTM != *want.UTM {
+		t.Errorf("values changed with the bytes of the input: %+v %+v %+v, want %+v %+v %+v",
+			*got.Device, *got.Referrer, *got.UTM, *want.Device, *want.Referrer, *want.UTM)
+	}
+	if want.Referrer.Domain != "example.co.uk" || want.UTM.Campaign != "spring" {
+		t.Fatalf("the inputs say nothing: %+v %+v", *want.Referrer, *want.UTM)
 	}
 }
 

@@ -24,7 +24,7 @@ func (s *Session) referrer(ref string) *Referrer {
 	if r, ok := s.referrers.get(ref); ok {
 		return r
 	}
-	r := &Referrer{Domain: registrableDomain(ref)}
+	r := &Referrer{Domain: strings.Clone(registrableDomain(ref))} // no view of ref (cache.put)
 	if r.Domain == "" {
 		r = noReferrer
 	}

@@ -45,7 +45,9 @@ func parseUTM(landing string) *UTM {
 	}
 	// ParseQuery keeps the pairs it could read when a later one is malformed.
 	q, _ := url.ParseQuery(u.RawQuery)
-	utm := &UTM{Source: cut(q.Get("utm_source")), Medium: cut(q.Get("utm_medium")), Campaign: cut(q.Get("utm_campaign"))}
+	// Copies: no views of landing (cache.put).
+	utm := &UTM{Source: strings.Clone(cut(q.Get("utm_source"))), Medium: strings.Clone(cut(q.Get("utm_medium"))),
+		Campaign: strings.Clone(cut(q.Get("utm_campaign")))}
 	var paid []string
 	for _, p := range PaidAdsParams {
 		if q.Has(p) || p == "sccid" && q.Has("ScCid") {

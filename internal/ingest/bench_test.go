@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -145,7 +146,8 @@ func BenchmarkIngestThroughput(b *testing.B) {
 	// ClickHouse's background merges make one pass of either side swing by half on two
 	// cores, so the sides alternate for benchRounds and the medians are compared.
 	var rawRates, ingestRates, ratios, rawCPU, ingestCPU, brokerCPU, rawCH, ingestCH, rawBusy, ingestBusy []float64
-	var rawCHMerged, ingestCHMerged, ingestRSS []float64
+	var rawCHMerged, ingestCHMerged []float64
+	var memory benchMemories
 	for range b.N * benchRounds {
 		// The baseline: the same rows, already in memory, straight into ClickHouse.
 		raw := openBenchDB(b)
@@ -185,15 +187,16 @@ func BenchmarkIngestThroughput(b *testing.B) {
 		ingestCHMerged = append(ingestCHMerged, m.merged(b, len(clicks)))
 		b.Logf("round %d: the rollups by origin hold %.2f rows per click as inserted, %.2f once merged", len(ingestCPU),
 			float64(originRows)/float64(len(clicks)), float64(e.originRows(b))/float64(len(clicks)))
-		ingestRSS = append(ingestRSS, ing.peakRSS())
 		ing.stop(b)
+		memory.add(ing.memory, len(clicks))
 		r := len(rawRates) - 1
 		ratios = append(ratios, ingestRates[r]/rawRates[r])
 		b.Logf("round %d: raw batch insert %.0f rows/s (%.2f µs CPU/row, ClickHouse %.2f µs/row, %.2f with the merges after, cores %.0f%% busy); "+
-			"ingest %.0f events/s (%.0f%%), ingester %.2f µs CPU/event (peak RSS %.0f MiB), broker %.2f µs/event, ClickHouse %.2f µs/event, %.2f with the merges after, cores %.0f%% busy",
-			r+1, rawRates[r], rawCPU[r], rawCH[r], rawCHMerged[r], rawBusy[r], ingestRates[r], 100*ratios[r], ingestCPU[r], ingestRSS[r], brokerCPU[r],
+			"ingest %.0f events/s (%.0f%%), ingester %.2f µs CPU/event (%s), broker %.2f µs/event, ClickHouse %.2f µs/event, %.2f with the merges after, cores %.0f%% busy",
+			r+1, rawRates[r], rawCPU[r], rawCH[r], rawCHMerged[r], rawBusy[r], ingestRates[r], 100*ratios[r], ingestCPU[r], memory.round(r), brokerCPU[r],
 			ingestCH[r], ingestCHMerged[r], ingestBusy[r])
 	}
+	memory.report(b, "ingest-")
 	rawRate, ingestRate := median(rawRates), median(ingestRates)
 	b.ReportMetric(rawRate, "raw-rows/s")
 	b.ReportMetric(ingestRate, "ingest-events/s")
@@ -203,10 +206,86 @@ func BenchmarkIngestThroughput(b *testing.B) {
 	b.ReportMetric(median(ingestCH), "ingest-clickhouse-cpu-µs/event")
 	b.ReportMetric(median(rawCH), "raw-clickhouse-cpu-µs/row")
 	b.Logf("%d clicks, median of %d rounds: raw batch insert %.0f rows/s; ingest %.0f events/s from the first fetched message; "+
-		"ingest/raw per round, median %.0f%%; CPU: ingester %.2f µs/event, raw insert %.2f µs/row, broker %.2f µs/event; "+
+		"ingest/raw per round, median %.0f%%; ingester memory (medians): %s; CPU: ingester %.2f µs/event, raw insert %.2f µs/row, broker %.2f µs/event; "+
 		"ClickHouse server: %.2f µs/event for ingest, %.2f µs/row for the raw insert (%.2f and %.2f with the merges they leave); cores busy: %.0f%% during ingest, %.0f%% during the raw insert (load average %s)",
-		len(clicks), len(rawRates), rawRate, ingestRate, 100*median(ratios), median(ingestCPU), median(rawCPU), median(brokerCPU),
+		len(clicks), len(rawRates), rawRate, ingestRate, 100*median(ratios), memory.medians(), median(ingestCPU), median(rawCPU), median(brokerCPU),
 		median(ingestCH), median(rawCH), median(ingestCHMerged), median(rawCHMerged), median(ingestBusy), median(rawBusy), procstat.LoadAverage())
+}
+
+// benchMemories gathers the rounds' benchMemory of ingesters, in MiB, and allocations in bytes
+// per event.
+type benchMemories struct {
+	peakRSS, anon, file, mapped, heap, live, kept, alloc []float64
+}
+
+func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+func (ms *benchMemories) add(m benchMemory, events int) {
+	ms.peakRSS, ms.anon, ms.file = append(ms.peakRSS, mib(m.PeakRSS)), append(ms.anon, mib(m.PeakRSSAnon)), append(ms.file, mib(m.PeakRSSFile))
+	ms.mapped, ms.heap, ms.live = append(ms.mapped, mib(m.MappedDBs)), append(ms.heap, mib(m.PeakHeap)), append(ms.live, mib(m.PeakLive))
+	ms.kept, ms.alloc = append(ms.kept, mib(m.Kept)), append(ms.alloc, float64(m.Allocated)/float64(events))
+}
+
+const memoryFormat = "peak RSS %.0f MiB (anonymous %.0f, files %.0f, of which the databases %.1f at the end), " +
+	"peak heap %.0f MiB (live after a collection %.0f, kept at the end %.1f), %.0f bytes allocated per event"
+
+func (ms *benchMemories) round(r int) string {
+	return fmt.Sprintf(memoryFormat, ms.peakRSS[r], ms.anon[r], ms.file[r], ms.mapped[r], ms.heap[r], ms.live[r], ms.kept[r], ms.alloc[r])
+}
+
+func (ms *benchMemories) medians() string {
+	return fmt.Sprintf(memoryFormat, median(ms.peakRSS), median(ms.anon), median(ms.file), median(ms.mapped), median(ms.heap),
+		median(ms.live), median(ms.kept), median(ms.alloc))
+}
+
+func (ms *benchMemories) report(b *testing.B, prefix string) {
+	b.ReportMetric(median(ms.peakRSS), prefix+"peak-rss-MiB")
+	b.ReportMetric(median(ms.heap), prefix+"peak-heap-MiB")
+	b.ReportMetric(median(ms.alloc), prefix+"alloc-B/event")
+}
+
+// BenchmarkIngestMemory is part of `make bench-ingest`: the ingester's memory draining
+// benchEvents clicks with enrichment as the image ships it (its country and ASN databases)
+// and without enrichment, alternating for benchRounds, each on a topic and database of its
+// own: peak RSS and how it splits between anonymous memory and mapped files (the binary, the
+// databases), the heap's peak and live size, what stays after the drain, and allocations per
+// event. INGEST_BENCH_MEMPROFILE=<file> writes each side's heap profile to <file>.<side> as
+// its ingester stops (the last round's).
+func BenchmarkIngestMemory(b *testing.B) {
+	at := time.Now().UTC().Truncate(time.Second)
+	msgs := make([]kafka.Record, benchEvents)
+	for i := range msgs {
+		c := benchClick(i, at)
+		body, _ := json.Marshal(c)
+		msgs[i] = kafka.Record{Key: []byte(c.Visitor), Value: body}
+	}
+	image := enrich.Options{GeoIPDB: testenv.Require(b, testenv.EnvGeoIPDB), ASNDB: testenv.Require(b, testenv.EnvASNDB)}
+	sides := []struct {
+		name string
+		cfg  benchChild
+	}{{"enriched", benchChild{Enrich: image}}, {"unenriched", benchChild{NoEnrich: true}}}
+	memory := make([]benchMemories, len(sides))
+	for range b.N * benchRounds {
+		for s, side := range sides {
+			e := newEnv(b)
+			e.produce(b, kafka.TopicClicks, msgs)
+			quiesce(b)
+			cfg := side.cfg
+			if p := os.Getenv(envBenchMemProfile); p != "" {
+				cfg.MemProfile = p + "." + side.name
+			}
+			ing := e.startBenchIngesterWith(b, cfg)
+			ing.waitReceived(b)
+			ing.waitStored(b, len(msgs))
+			ing.stop(b)
+			memory[s].add(ing.memory, len(msgs))
+			b.Logf("round %d, %s: %s", len(memory[s].peakRSS), side.name, memory[s].round(len(memory[s].peakRSS)-1))
+		}
+	}
+	for s, side := range sides {
+		memory[s].report(b, side.name+"-")
+		b.Logf("%s, medians of %d rounds: %s", side.name, len(memory[s].peakRSS), memory[s].medians())
+	}
 }
 
 // originRows is how many rows the clicks' rollups by origin hold (migrations 0012, 0013).

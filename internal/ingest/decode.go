@@ -30,6 +30,7 @@ import (
 type clickParser struct {
 	p     fastjson.Parser
 	arena []byte
+	last  int // where the strings of the click parsed last start in arena
 }
 
 // arenaSize is the size of each arena: a fetch's worth of clicks shares a few.
@@ -178,9 +179,29 @@ func (cp *clickParser) parseTree(data []byte, r *clickRecord, start int) error {
 
 // seal makes what the click appended to the arena from start on its strings.
 func (cp *clickParser) seal(r *clickRecord, start int) {
+	cp.last = start
 	if n := len(cp.arena) - start; n > 0 {
 		r.strs = unsafe.String(&cp.arena[start], n)
 	}
+}
+
+// forget gives the arena back the input field f (takeInput) of r, the click parsed last, once
+// enrichment has read it, when its string is the last of the click's: the landing URL is the
+// last field the platform writes, a fifth of a click's strings or more, and every click of a
+// batch in hand kept it until the batch was stored. Nothing refers to the bytes afterwards
+// (enrichment keeps no view of its inputs); the next click's strings take their place.
+func (cp *clickParser) forget(r *clickRecord, f events.ClickField) {
+	sp := r.spans[f]
+	if sp.start == sp.end || int(sp.end) != len(r.strs) || len(cp.arena)-cp.last != len(r.strs) {
+		return
+	}
+	for g := range r.spans {
+		if events.ClickField(g) != f && r.spans[g].end > sp.start { // an empty field after it
+			return
+		}
+	}
+	cp.arena = cp.arena[:len(cp.arena)-int(sp.end-sp.start)]
+	r.strs, r.spans[f] = r.strs[:sp.start], span{}
 }
 
 func boolField(key []byte, v *fastjson.Value) (bool, error) {

@@ -245,3 +245,46 @@ func TestClickParserKeepsEarlierClicks(t *testing.T) {
 		}
 	}
 }
+
+// Once enriched, a click's landing URL gives its bytes back to the arena when it is the
+// click's last string, and only then: the records before keep every field whatever the
+// following clicks write there.
+func TestForgetGivesTheLandingURLBackToTheArena(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 4, 5, 0, time.UTC)
+	last, err := json.Marshal(benchClick(1, at)) // the landing URL last, as the platform writes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := benchClick(2, at)
+	first := []byte(`{"landing_url":"` + c.LandingURL + `","click_id":"` + c.ClickID + `","advertiser_id":"a","occurred_at":"2026-11-22T10:04:05Z"}`)
+	emptyAfter := []byte(`{"click_id":"c3","advertiser_id":"a","occurred_at":"2026-11-22T10:04:05Z","landing_url":"https://x.example/?utm_source=s","sub2":""}`)
+	var cp clickParser
+	var recs []clickRecord
+	var want []events.Click
+	for i, msg := range [][]byte{last, first, emptyAfter, last} {
+		var r clickRecord
+		if err := cp.parse(msg, &r); err != nil {
+			t.Fatal(err)
+		}
+		before, landing := len(cp.arena), r.field(events.FieldLandingURL)
+		cp.forget(&r, events.FieldLandingURL)
+		w, err := viaEncodingJSON(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if forgotten := i == 0 || i == 3; forgotten {
+			w.LandingURL = ""
+			if len(cp.arena) != before-len(landing) || r.field(events.FieldLandingURL) != "" {
+				t.Errorf("click %d: the arena went from %d to %d bytes, its landing URL is %q; want %d bytes and none", i, before, len(cp.arena), r.field(events.FieldLandingURL), before-len(landing))
+			}
+		} else if len(cp.arena) != before || r.field(events.FieldLandingURL) != landing {
+			t.Errorf("click %d: a landing URL that is not its last string was forgotten", i)
+		}
+		recs, want = append(recs, r), append(want, w)
+	}
+	for i := range recs {
+		if got := recs[i].click(); got != want[i] {
+			t.Errorf("click %d after the others: %+v, want %+v", i, got, want[i])
+		}
+	}
+}

@@ -63,7 +63,9 @@ type Options struct {
 	// Enrich derives where each click comes from (internal/enrich); nil enriches without
 	// databases (device, referrer, UTM, truncated addresses).
 	Enrich *enrich.Enricher
-	Log    *slog.Logger
+	// noEnrich leaves clicks unenriched (tests: what enrichment costs ingest).
+	noEnrich bool
+	Log      *slog.Logger
 	// Health, when set, receives the clickhouse, kafka and ingest readiness checks.
 	Health *health.Registry
 	Now    func() time.Time
@@ -123,7 +125,7 @@ func New(o Options) (*Service, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Enrich == nil {
+	if o.Enrich == nil && !o.noEnrich {
 		e, err := enrich.New(enrich.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
@@ -136,7 +138,11 @@ func New(o Options) (*Service, error) {
 	var err error
 	clickLog := o.Log.With("topic", kafka.TopicClicks)
 	clickDecoder := func(partition int) decoder[clickRecord] {
-		return newClickDecoder(newUniques(int32(partition), w.loadVisitors, clickLog), o.Enrich.NewSession())
+		var session *enrich.Session
+		if o.Enrich != nil {
+			session = o.Enrich.NewSession()
+		}
+		return newClickDecoder(newUniques(int32(partition), w.loadVisitors, clickLog), session)
 	}
 	if s.clicks, err = newConsumer(s, o, kafka.TopicClicks, o.GroupPrefix+"-clicks", tableClicks, clickDecoder, w.planClicks); err != nil {
 		return nil, err
@@ -193,7 +199,7 @@ type decoder[T any] func(ctx context.Context, it *item[T], value []byte) error
 
 // newClickDecoder decodes a partition's clicks, enriches them and decides which are
 // duplicates. It runs on the partition's fetcher, so enrichment runs in parallel across
-// partitions and each session's caches need no lock.
+// partitions and each session's caches need no lock. A nil session leaves clicks unenriched.
 func newClickDecoder(u *uniques, e *enrich.Session) decoder[clickRecord] {
 	var p clickParser
 	return func(ctx context.Context, it *item[clickRecord], value []byte) error {
@@ -207,7 +213,10 @@ func newClickDecoder(u *uniques, e *enrich.Session) decoder[clickRecord] {
 		if it.at, it.invalid = r.at, r.valid(); it.invalid != nil {
 			return nil
 		}
-		r.enriched = e.Enrich(r.field(events.FieldIP), r.field(events.FieldUserAgent), r.field(events.FieldReferrer), r.field(events.FieldLandingURL))
+		if e != nil {
+			r.enriched = e.Enrich(r.field(events.FieldIP), r.field(events.FieldUserAgent), r.field(events.FieldReferrer), r.field(events.FieldLandingURL))
+		}
+		p.forget(r, events.FieldLandingURL)
 		return u.decide(ctx, r)
 	}
 }

@@ -114,6 +114,34 @@ func LoadAverage() string {
 func RSS(pid int) uint64     { return statusBytes(pid, "VmRSS:") }
 func PeakRSS(pid int) uint64 { return statusBytes(pid, "VmHWM:") }
 
+// RSSAnon and RSSFile split RSS now: anonymous pages (the Go heap, stacks, the runtime's own)
+// and pages of mapped files (the binary, memory-mapped databases), which the kernel can drop
+// and read again under pressure.
+func RSSAnon(pid int) uint64 { return statusBytes(pid, "RssAnon:") }
+func RSSFile(pid int) uint64 { return statusBytes(pid, "RssFile:") }
+
+// MappedRSS is the resident memory of process pid's mappings of files whose names end with
+// suffix (from /proc/<pid>/smaps); zero when it cannot be read.
+func MappedRSS(pid int, suffix string) uint64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return 0
+	}
+	var total uint64
+	in := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) >= 5 && strings.Contains(fields[0], "-"): // a mapping's header
+			in = len(fields) >= 6 && strings.HasSuffix(fields[len(fields)-1], suffix)
+		case in && len(fields) == 3 && fields[0] == "Rss:":
+			kb, _ := strconv.ParseUint(fields[1], 10, 64)
+			total += kb << 10
+		}
+	}
+	return total
+}
+
 // statusBytes reads a field in kB of /proc/<pid>/status.
 func statusBytes(pid int, field string) uint64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
