@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS conversions_order;
+CREATE INDEX conversions_order ON conversions (advertiser_id, lower(external_id));
