@@ -9,3 +9,9 @@
 DROP INDEX IF EXISTS conversions_order;
 CREATE INDEX conversions_order ON conversions (lower(external_id), advertiser_id) WHERE external_id <> '';
 CREATE STATISTICS conversions_order_id ON (lower(external_id)) FROM conversions;
+-- Statistics taken while the table is nearly empty (autovacuum analyses a new table after 50
+-- changes) cost a scan of its page or two below any index, and every connection keeps that
+-- plan for the insert as the table grows, until the next analysis: a minute later, or
+-- thousands of conversions. Never analysed, the planner estimates from the table's actual size
+-- and uses the indexes. So autovacuum first analyses the conversions after 10,000 changes.
+ALTER TABLE conversions SET (autovacuum_analyze_threshold = 10000);
