@@ -398,12 +398,13 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 // grew with the table. Without a limit the planner costs the whole scan and takes the index
 // made for the lookup (conversions_customer, conversions_customer_email: a partial index,
 // which a generic plan uses only when the query repeats its predicate on the column, not on
-// the parameter). The order read repeats the predicate of conversions_order, also partial:
-// a planner without statistics (a new table) costs a full index on the order id and the
-// advertiser exactly as conversions_advertiser, and the plan it kept took the walk.
+// the parameter). The order read compares the advertiser in the collation of
+// conversions_order's column, which conversions_advertiser cannot serve: to a planner without
+// statistics (a new table) the two cost the same, and the plan it kept walked the advertiser's
+// conversions. It repeats the index's predicate too (the index is partial).
 var duplicates = func() (out [2][2]string) {
 	const order = `COALESCE((SELECT (array_agg(o.id))[1] FROM conversions o WHERE lower(o.external_id) = lower($11)
-		AND o.advertiser_id = $3 AND o.external_id <> '' AND o.affiliate_id <> $4), '')`
+		AND o.advertiser_id COLLATE "C" = $3 AND o.external_id <> '' AND o.affiliate_id <> $4), '')`
 	const customer = `COALESCE((SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.program_id = $2 AND o.customer_id = $21
 		AND o.customer_id <> '' AND o.affiliate_id <> $4),
 		(SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.program_id = $2 AND o.customer_email_hash = $22
