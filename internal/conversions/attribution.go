@@ -61,6 +61,9 @@ type terms struct {
 	customerDays    *int   // nil: bound for life
 	rule            rule   // the program's; a partnership's override replaces it
 	fraud           []byte // the program's stored fraud settings (fraud.ParseStored); nil: the defaults
+	repeatOf        string // the conversion the external id already made in the program; empty: none
+	leadAffiliate   string // the leading touch's affiliate, whose rule is leadRule
+	leadRule        rule
 }
 
 // rule is the commission rule that applies to one partnership.
@@ -155,17 +158,24 @@ func lead(cands []touch, attributionRule string) *touch {
 	return &cands[0]
 }
 
-// terms reads the program; one that is not the advertiser's is unknown.
-func (s *Service) terms(ctx context.Context, advertiserID, programID string, unknown error) (terms, error) {
-	t := terms{programID: programID}
+// terms reads the program; one that is not the advertiser's is unknown. The same statement
+// reads, to spare registration two round trips, the conversion externalID already made in the
+// program (a repeat, answered with it) and the partnership of affiliateID, the leading touch's
+// affiliate, which the conversion is most often credited to (empty: none).
+func (s *Service) terms(ctx context.Context, advertiserID, programID string, unknown error, externalID, affiliateID string) (terms, error) {
+	t := terms{programID: programID, leadAffiliate: affiliateID}
 	var months *int
 	var lifetime bool
-	err := s.db.QueryRow(ctx, `SELECT currency, attribution_window_days, max_rate_age_days, hold_days, commission_type, commission_value,
-		attribution_rule, customer_window_days, recurring_months, recurring_lifetime,
-		(SELECT rules FROM fraud_settings WHERE program_id = programs.id)
-		FROM programs WHERE id = $1 AND advertiser_id = $2`, programID, advertiserID).
-		Scan(&t.currency, &t.windowDays, &t.rateAgeDays, &t.holdDays, &t.rule.typ, &t.rule.value, &t.attributionRule, &t.customerDays, &months, &lifetime,
-			&t.fraud)
+	var p partnershipRow
+	err := s.db.QueryRow(ctx, `SELECT p.currency, p.attribution_window_days, p.max_rate_age_days, p.hold_days, p.commission_type,
+		p.commission_value, p.attribution_rule, p.customer_window_days, p.recurring_months, p.recurring_lifetime,
+		(SELECT rules FROM fraud_settings WHERE program_id = p.id),
+		COALESCE((SELECT id FROM conversions WHERE program_id = p.id AND external_id = $3), ''),
+		`+partnershipColumns+`
+		FROM programs p LEFT JOIN partnerships s ON s.program_id = p.id AND s.affiliate_id = $4
+		WHERE p.id = $1 AND p.advertiser_id = $2`, programID, advertiserID, externalID, affiliateID).
+		Scan(append([]any{&t.currency, &t.windowDays, &t.rateAgeDays, &t.holdDays, &t.rule.typ, &t.rule.value, &t.attributionRule,
+			&t.customerDays, &months, &lifetime, &t.fraud, &t.repeatOf}, p.targets()...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return terms{}, fmt.Errorf("%w: the program %s is not one of yours", unknown, programID)
 	}
@@ -173,29 +183,52 @@ func (s *Service) terms(ctx context.Context, advertiserID, programID string, unk
 		return terms{}, fmt.Errorf("read program %s: %w", programID, err)
 	}
 	t.rule.recurring = programs.RecurringFrom(months, lifetime)
+	t.leadRule = p.over(t.rule)
 	return t, nil
 }
 
-// ruleOf is the rule of the affiliate's partnership: its override, or the program's rule.
-func (t terms) ruleOf(ctx context.Context, q querier, affiliateID string) (rule, error) {
-	r := t.rule
-	var typ *string
-	var value *int64
-	var months *int
-	var lifetime bool
-	err := q.QueryRow(ctx, `SELECT id, commission_type, commission_value, recurring_months, recurring_lifetime,
-		ARRAY(SELECT code FROM fraud_exemptions WHERE partnership_id = partnerships.id)
-		FROM partnerships WHERE program_id = $1 AND affiliate_id = $2`, t.programID, affiliateID).
-		Scan(&r.partnershipID, &typ, &value, &months, &lifetime, &r.exempt)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return r, nil
-	case err != nil:
-		return rule{}, fmt.Errorf("read partnership: %w", err)
-	case typ != nil && value != nil:
-		r.typ, r.value, r.recurring = *typ, *value, programs.RecurringFrom(months, lifetime)
+// partnershipColumns read a partnership s (NULLs when there is none) for partnershipRow.
+const partnershipColumns = `s.id, s.commission_type, s.commission_value, s.recurring_months, s.recurring_lifetime,
+	ARRAY(SELECT code FROM fraud_exemptions WHERE partnership_id = s.id)`
+
+// partnershipRow is what partnershipColumns read.
+type partnershipRow struct {
+	id, typ  *string
+	value    *int64
+	months   *int
+	lifetime *bool
+	exempt   []string
+}
+
+func (p *partnershipRow) targets() []any {
+	return []any{&p.id, &p.typ, &p.value, &p.months, &p.lifetime, &p.exempt}
+}
+
+// over is the partnership's rule: its override of the program's rule r, or r.
+func (p partnershipRow) over(r rule) rule {
+	if p.id == nil {
+		return r
 	}
-	return r, nil
+	r.partnershipID, r.exempt = *p.id, p.exempt
+	if p.typ != nil && p.value != nil {
+		r.typ, r.value, r.recurring = *p.typ, *p.value, programs.RecurringFrom(p.months, p.lifetime != nil && *p.lifetime)
+	}
+	return r
+}
+
+// ruleOf is the rule of the affiliate's partnership: its override, or the program's rule.
+// The leading touch's affiliate's was read with the terms.
+func (t terms) ruleOf(ctx context.Context, q querier, affiliateID string) (rule, error) {
+	if affiliateID == t.leadAffiliate && affiliateID != "" {
+		return t.leadRule, nil
+	}
+	var p partnershipRow
+	err := q.QueryRow(ctx, `SELECT `+partnershipColumns+` FROM partnerships s WHERE s.program_id = $1 AND s.affiliate_id = $2`,
+		t.programID, affiliateID).Scan(p.targets()...)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return rule{}, fmt.Errorf("read partnership: %w", err)
+	}
+	return p.over(t.rule), nil
 }
 
 // check checks the conversion against its click and the program, and reads its amount in the

@@ -255,12 +255,21 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 	if err != nil {
 		return Conversion{}, false, err
 	}
-	t, err := s.terms(ctx, advertiserID, programID, unknownOf(in))
+	leadAffiliate := ""
+	if len(cands) > 0 {
+		leadAffiliate = cands[0].affiliateID
+	}
+	t, err := s.terms(ctx, advertiserID, programID, unknownOf(in), in.ExternalID, leadAffiliate)
 	if err != nil {
 		return Conversion{}, false, err
 	}
-	// A repeat answers with the first conversion even if this request would now be refused
-	// (occurred_at defaulted to a later now, a window shortened since, another currency...).
+	if t.repeatOf != "" {
+		// A repeat answers with the first conversion even if this request would now be refused
+		// (occurred_at defaulted to a later now, a window shortened since, another currency...).
+		c, err := s.byExternalID(ctx, s.db, programID, in.ExternalID)
+		return c, false, err
+	}
+	// So does a repeat whose twin committed since the terms were read.
 	firstOr := func(err error) (Conversion, bool, error) {
 		if first, ferr := s.byExternalID(ctx, s.db, programID, in.ExternalID); ferr == nil {
 			return first, false, nil
@@ -338,23 +347,28 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 		if fraud.Holds(findings) {
 			c.Commission.HeldAt = &now
 		}
+		// The commission, its verdicts and its events go in one round trip.
 		m := c.Commission
-		if _, err := tx.Exec(ctx, `INSERT INTO commissions (id, conversion_id, program_id, advertiser_id,
+		q := queue{&pgx.Batch{}}
+		_, _ = q.Exec(ctx, `INSERT INTO commissions (id, conversion_id, program_id, advertiser_id,
 			affiliate_id, occurred_at, amount, currency, rule_type, rule_value, status, hold_until, version,
 			created_at, updated_at, held_at, `+exchangeInsert+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19, $20)`,
 			append([]any{m.ID, m.ConversionID, m.ProgramID, m.AdvertiserID, m.AffiliateID, m.OccurredAt, m.Amount, m.Currency,
-				m.RuleType, m.RuleValue, m.Status, m.HoldUntil, m.Version, m.CreatedAt, m.HeldAt}, m.Exchange.values()...)...); err != nil {
-			return fmt.Errorf("insert commission: %w", err)
-		}
-		if err := fraud.Record(ctx, tx, m.ID, m.Findings); err != nil {
+				m.RuleType, m.RuleValue, m.Status, m.HoldUntil, m.Version, m.CreatedAt, m.HeldAt}, m.Exchange.values()...)...)
+		if err := fraud.Record(ctx, q, m.ID, m.Findings); err != nil {
 			return err
 		}
-		if err := emit(ctx, tx, c, ""); err != nil {
+		if err := emit(ctx, q, c, ""); err != nil {
 			return err
 		}
 		if m.HeldAt != nil {
-			return emitTypes(ctx, tx, c, "", events.CommissionHeld)
+			if err := emitTypes(ctx, q, c, "", events.CommissionHeld); err != nil {
+				return err
+			}
+		}
+		if err := tx.SendBatch(ctx, q.Batch).Close(); err != nil {
+			return fmt.Errorf("write commission %s and its events: %w", m.ID, err)
 		}
 		return nil
 	})
@@ -382,12 +396,15 @@ func (s *Service) Register(ctx context.Context, advertiserID string, in NewConve
 // walk of the advertiser's rows in another index look cheap (it expects a match soon), and
 // with no match (the common case) that walk reads every conversion of the advertiser: the cost
 // grew with the table. Without a limit the planner costs the whole scan and takes the index
-// made for the lookup (conversions_order; conversions_customer, conversions_customer_email:
-// a partial index, which a generic plan uses only when the query repeats its predicate on the
-// column, not on the parameter).
+// made for the lookup (conversions_customer, conversions_customer_email: a partial index,
+// which a generic plan uses only when the query repeats its predicate on the column, not on
+// the parameter). The order read compares the advertiser in the collation of
+// conversions_order's column, which conversions_advertiser cannot serve: to a planner without
+// statistics (a new table) the two cost the same, and the plan it kept walked the advertiser's
+// conversions. It repeats the index's predicate too (the index is partial).
 var duplicates = func() (out [2][2]string) {
-	const order = `COALESCE((SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.advertiser_id = $3
-		AND lower(o.external_id) = lower($11) AND o.affiliate_id <> $4), '')`
+	const order = `COALESCE((SELECT (array_agg(o.id))[1] FROM conversions o WHERE lower(o.external_id) = lower($11)
+		AND o.advertiser_id COLLATE "C" = $3 AND o.external_id <> '' AND o.affiliate_id <> $4), '')`
 	const customer = `COALESCE((SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.program_id = $2 AND o.customer_id = $21
 		AND o.customer_id <> '' AND o.affiliate_id <> $4),
 		(SELECT (array_agg(o.id))[1] FROM conversions o WHERE o.program_id = $2 AND o.customer_email_hash = $22
@@ -399,6 +416,15 @@ var duplicates = func() (out [2][2]string) {
 	}
 	return out
 }()
+
+// queue is a batch that statements are queued in, to send in one round trip: its Exec
+// queues and always succeeds, and the batch's Close reports the first failure.
+type queue struct{ *pgx.Batch }
+
+func (q queue) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	q.Queue(sql, args...)
+	return pgconn.CommandTag{}, nil
+}
 
 // errRepeat rolls back a registration whose external id a concurrent twin took.
 var errRepeat = errors.New("repeated external id")

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/money"
 	"github.com/partnerstream/partnerstream/internal/outbox"
@@ -24,7 +22,7 @@ var statusEvents = map[string]string{
 // emit writes the events of c's commission reaching its current status from previous (""
 // for a new conversion) into the outbox, in the caller's transaction, keyed by the
 // conversion id so that one conversion's events stay in order.
-func emit(ctx context.Context, tx pgx.Tx, c Conversion, previous string) error {
+func emit(ctx context.Context, tx outbox.Execer, c Conversion, previous string) error {
 	types := []string{events.CommissionStatusChanged}
 	if e, ok := statusEvents[c.Commission.Status]; ok {
 		types = []string{e, events.CommissionStatusChanged}
@@ -33,7 +31,7 @@ func emit(ctx context.Context, tx pgx.Tx, c Conversion, previous string) error {
 }
 
 // emitTypes writes events of the given types for c, each with c's data.
-func emitTypes(ctx context.Context, tx pgx.Tx, c Conversion, previous string, types ...string) error {
+func emitTypes(ctx context.Context, tx outbox.Execer, c Conversion, previous string, types ...string) error {
 	m := c.Commission
 	d := events.ConversionData{
 		ID: c.ID, Type: c.Type, Amount: money.Format(c.Amount, c.Currency), Status: m.Status, PreviousStatus: previous,

@@ -10,16 +10,21 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/ids"
 )
 
+// Execer is a transaction, or a batch queued to run in one (conversions.queue).
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
 // Write records an event in the caller's transaction. aggregateID is the Kafka key (the
 // conversion, partnership, ... the event is about), so one aggregate's events stay in order.
 // A zero ID or OccurredAt is filled in; the envelope as stored is returned.
-func Write(ctx context.Context, tx pgx.Tx, aggregateID string, e events.Envelope) (events.Envelope, error) {
+func Write(ctx context.Context, tx Execer, aggregateID string, e events.Envelope) (events.Envelope, error) {
 	if e.ID == "" {
 		e.ID = ids.New(ids.Event)
 	}
