@@ -6,11 +6,13 @@
 -- 12 rows per value instead of 30, whichever days it asks for (a monthly rollup would serve
 -- a calendar month, and no other 30 days).
 --
--- Each is fed by a view on its daily rollup, not on the raw tables: a view runs on what the
--- daily rollup's view inserts, already summed within the insert (well under a row per click
--- as ingest batches it, docs/stats.md, "What the rollups by origin cost ingest"), not on every
--- click unfolded once per dimension. For the same reason they are built from the daily
--- rollups, which also keep the days whose raw rows retention dropped.
+-- Each is fed by a view on its daily rollup's view, not on the raw tables: it runs on what
+-- that view inserts, already summed within the insert (well under a row per click as ingest
+-- batches it, docs/stats.md, "What the rollups by origin cost ingest"), not on every click
+-- unfolded once per dimension. It selects FROM the daily view, not the daily table: ClickHouse
+-- 18.16 does not run the views of a table that another view writes TO, but does run the views
+-- of that view. They are built from the daily rollups, which also keep the days whose raw
+-- rows retention dropped.
 --
 -- Weeks start on Mondays (toMonday), named by their Monday in `week`. Made from scratch, as
 -- 0013: ingest should be stopped while this runs (what it writes in between is stored in the
@@ -40,7 +42,7 @@ GROUP BY week, company_id, dimension, value;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.clicks_origin_weekly_mv TO {db}.clicks_origin_weekly AS
 SELECT toMonday(day) AS week, company_id, dimension, value, sum(clicks) AS clicks, sum(unique_clicks) AS unique_clicks
-FROM {db}.clicks_origin_daily
+FROM {db}.clicks_origin_daily_mv
 GROUP BY week, company_id, dimension, value;
 
 DROP TABLE IF EXISTS {db}.clicks_origin_small_weekly_mv;
@@ -70,7 +72,7 @@ GROUP BY week, company_id, country, device_type, browser, os, hosting;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.clicks_origin_small_weekly_mv TO {db}.clicks_origin_small_weekly AS
 SELECT toMonday(day) AS week, company_id, country, device_type, browser, os, hosting, sum(clicks) AS clicks, sum(unique_clicks) AS unique_clicks
-FROM {db}.clicks_origin_small_daily
+FROM {db}.clicks_origin_small_daily_mv
 GROUP BY week, company_id, country, device_type, browser, os, hosting;
 
 DROP TABLE IF EXISTS {db}.conversions_origin_weekly_mv;
@@ -100,7 +102,7 @@ GROUP BY week, company_id, dimension, value, currency, status;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.conversions_origin_weekly_mv TO {db}.conversions_origin_weekly AS
 SELECT toMonday(day) AS week, company_id, dimension, value, currency, status, sum(conversions) AS conversions, sum(sale_amount) AS sale_amount, sum(commission) AS commission
-FROM {db}.conversions_origin_daily
+FROM {db}.conversions_origin_daily_mv
 GROUP BY week, company_id, dimension, value, currency, status;
 
 DROP TABLE IF EXISTS {db}.conversions_origin_small_weekly_mv;
@@ -133,5 +135,5 @@ GROUP BY week, company_id, country, device_type, browser, os, hosting, currency,
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.conversions_origin_small_weekly_mv TO {db}.conversions_origin_small_weekly AS
 SELECT toMonday(day) AS week, company_id, country, device_type, browser, os, hosting, currency, status, sum(conversions) AS conversions, sum(sale_amount) AS sale_amount, sum(commission) AS commission
-FROM {db}.conversions_origin_small_daily
+FROM {db}.conversions_origin_small_daily_mv
 GROUP BY week, company_id, country, device_type, browser, os, hosting, currency, status;
