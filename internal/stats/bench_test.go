@@ -60,7 +60,7 @@ func BenchmarkStats30Days(b *testing.B) {
 		if state == "merged" {
 			for _, table := range []string{"clicks_daily", "clicks_daily_sub1", "conversions_daily", "clicks_quarterly", "conversions_quarterly",
 				"clicks_origin_daily", "clicks_origin_small_daily", "conversions_origin_daily", "conversions_origin_small_daily",
-				"clicks_origin_weekly", "clicks_origin_small_weekly", "conversions_origin_weekly", "conversions_origin_small_weekly"} {
+				"conversions_origin_weekly", "conversions_origin_small_weekly"} {
 				if err := conn.Exec(ctx, "OPTIMIZE TABLE "+db+"."+table+" FINAL"); err != nil {
 					b.Fatal(err)
 				}

@@ -405,26 +405,23 @@ var rollupColumns = map[string]string{
 	"conversions_origin_daily":        "value",
 	clicksOriginSmall:                 "value",
 	convsOriginSmall:                  "value",
-	"clicks_origin_weekly":            "value",
 	"conversions_origin_weekly":       "value",
-	"clicks_origin_small_weekly":      "value",
 	"conversions_origin_small_weekly": "value",
 }
 
-// weeklyRollups are the weekly rollups beside the daily rollups by origin (migration 0016),
-// which a report reads for the whole weeks of its range: a week's row per value rather than
-// seven days' rows, which for a large dimension (city, AS, UTM) are thousands a day.
+// weeklyRollups are the weekly rollups beside the conversions' daily rollups by origin
+// (migration 0016), which a report reads for the whole weeks of its range: a week's row per
+// value rather than seven days' rows, which for a large dimension (city, AS, UTM) are
+// thousands a day. The clicks' have none: their views cost ingest too much (docs/stats.md).
 var weeklyRollups = map[string]string{
-	"clicks_origin_daily":      "clicks_origin_weekly",
 	"conversions_origin_daily": "conversions_origin_weekly",
-	clicksOriginSmall:          "clicks_origin_small_weekly",
 	convsOriginSmall:           "conversions_origin_small_weekly",
 }
 
 // smallOriginTables are the rollups of the small dimensions side by side, each read as one
 // column's values (smallOriginColumns) under the filters of the others.
 var smallOriginTables = map[string]bool{
-	clicksOriginSmall: true, convsOriginSmall: true, "clicks_origin_small_weekly": true, "conversions_origin_small_weekly": true,
+	clicksOriginSmall: true, convsOriginSmall: true, "conversions_origin_small_weekly": true,
 }
 
 // weeks are the whole weeks (Monday to Sunday, as ClickHouse's toMonday) within the days
