@@ -397,21 +397,70 @@ const convsDaily = "conversions_daily"
 // rollupColumns are the group columns of each daily rollup: what the raw rows of a range's
 // partial days (plan.edges) select to be summed with it.
 var rollupColumns = map[string]string{
-	"clicks_daily":                  "program_id, affiliate_id, link_id",
-	"clicks_daily_sub1":             "program_id, affiliate_id, sub1",
-	convsDaily:                      "program_id, affiliate_id, link_id, sub1",
-	"conversions_daily_attribution": "program_id, affiliate_id, attribution",
-	"clicks_origin_daily":           "value",
-	"conversions_origin_daily":      "value",
-	clicksOriginSmall:               "value",
+	"clicks_daily":                    "program_id, affiliate_id, link_id",
+	"clicks_daily_sub1":               "program_id, affiliate_id, sub1",
+	convsDaily:                        "program_id, affiliate_id, link_id, sub1",
+	"conversions_daily_attribution":   "program_id, affiliate_id, attribution",
+	"clicks_origin_daily":             "value",
+	"conversions_origin_daily":        "value",
+	clicksOriginSmall:                 "value",
+	convsOriginSmall:                  "value",
+	"conversions_origin_weekly":       "value",
+	"conversions_origin_small_weekly": "value",
 }
 
-// clicksOriginSmall is the rollup of the clicks' small dimensions side by side (migration
-// 0013), and smallOriginColumns its column of each: a report by one of them sums its
+// weeklyRollups are the weekly rollups beside the conversions' daily rollups by origin
+// (migration 0016), which a report reads for the whole weeks of its range: a week's row per
+// value rather than seven days' rows, which for a large dimension (city, AS, UTM) are
+// thousands a day. The clicks' have none: their views cost ingest too much (docs/stats.md).
+var weeklyRollups = map[string]string{
+	"conversions_origin_daily": "conversions_origin_weekly",
+	convsOriginSmall:           "conversions_origin_small_weekly",
+}
+
+// smallOriginTables are the rollups of the small dimensions side by side, each read as one
+// column's values (smallOriginColumns) under the filters of the others.
+var smallOriginTables = map[string]bool{
+	clicksOriginSmall: true, convsOriginSmall: true, "conversions_origin_small_weekly": true,
+}
+
+// weeks are the whole weeks (Monday to Sunday, as ClickHouse's toMonday) within the days
+// [lo, hi): from the Monday w0 to the Monday w1, excluded; none when w0 is not before w1.
+func weeks(lo, hi time.Time) (w0, w1 time.Time) {
+	w0 = lo.AddDate(0, 0, (8-int(lo.Weekday()))%7)
+	w1 = hi.AddDate(0, 0, -((int(hi.Weekday()) + 6) % 7))
+	return w0, w1
+}
+
+// clicksOriginSmall is the rollup of the clicks' small dimensions side by side (migrations
+// 0013, 0015), and smallOriginColumns its column of each: a report by one of them sums its
 // combinations with the others, and clicks_origin_daily holds the large dimensions only.
 const clicksOriginSmall = "clicks_origin_small_daily"
 
 var smallOriginColumns = map[GroupBy]string{Country: "CAST(country AS String)", Device: "device_type", Browser: "browser", OS: "os"}
+
+// convsOriginSmall is the conversions' rollup of the small dimensions side by side (migration
+// 0015), which the filtered reports read (smallFiltered); the unfiltered ones read the long
+// form of conversions_origin_daily.
+const convsOriginSmall = "conversions_origin_small_daily"
+
+// smallFilters are the filters whose columns the small dimensions' rollups hold (migration 0015).
+var smallFilters = []string{"country", "device_type", "browser", "os", "hosting"}
+
+// smallFiltered says whether a filtered report is a sum over the small dimensions' rollups:
+// every filter is on one of their columns, and the rows are one of them or UTC days (the
+// rollups are daily and hold no program, affiliate or link). The others read the raw rows.
+func smallFiltered(p Params) bool {
+	if len(p.filters) == 0 || p.ProgramID != "" {
+		return false
+	}
+	for _, f := range p.filters {
+		if !slices.Contains(smallFilters, f.column) {
+			return false
+		}
+	}
+	return smallOriginColumns[p.GroupBy] != "" || p.GroupBy == Day && utcAligned(p)
+}
 
 // The figures of a daily rollup's rows, and the same summed from raw clicks or conversion
 // changes as the materialized views sum them (by the rollup's columns and rawGroup: the raw
@@ -456,7 +505,9 @@ type plan struct {
 // day (any zone but UTC and its like) is read, grouped by day or hour, from the quarter-hour
 // rollups, and in the other groupings as its whole UTC days from the daily rollups plus the
 // raw clicks and conversion changes of the partial days at its edges: less than a day in all,
-// one primary-key range of each raw table per edge.
+// one primary-key range of each raw table per edge. The rollups by origin are read by week for
+// a range's whole weeks; filtered reports read the small dimensions' rollups when those hold
+// the filters and the grouping (smallFiltered), and the raw rows otherwise (rawPlan).
 func (s *Service) plan(scope Scope, p Params) (plan, error) {
 	col, ok := scopeColumns[scope.Kind]
 	if !ok || scope.CompanyID == "" {
@@ -467,9 +518,10 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		return plan{}, err
 	}
 	g, dim := dimensionGroupings[p.GroupBy]
+	small := smallFiltered(p)
 	// The rollups by origin hold no program (migration 0012): one program's report by origin
 	// reads its raw clicks, which their sorting key narrows to it for an advertiser.
-	if len(p.filters) > 0 || dim && p.ProgramID != "" {
+	if len(p.filters) > 0 && !small || dim && p.ProgramID != "" {
 		if !dim {
 			g = groupings[p.GroupBy]
 		}
@@ -486,9 +538,23 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		if smallOriginColumns[p.GroupBy] != "" {
 			g.clicksTable = clicksOriginSmall
 		}
+		if small {
+			g.convsTable = convsOriginSmall
+		}
 		dailyScope, dailyCond, dailyArgs = quarterlyScope, " AND dimension = ?", []any{string(p.GroupBy)}
 	} else {
 		g = groupings[p.GroupBy]
+		if small { // by UTC day (smallFiltered)
+			g.clicksTable, g.convsTable = clicksOriginSmall, convsOriginSmall
+		}
+	}
+	// The filters, as conditions on the small dimensions' rollups and on the raw rows of the
+	// edges alike (their columns are named the same).
+	var filterCond string
+	var filterArgs []any
+	for _, f := range p.filters {
+		filterCond += " AND " + f.column + " = ?"
+		filterArgs = append(filterArgs, f.value)
 	}
 	pl := plan{p: p, g: g}
 	start, end := p.span()
@@ -533,28 +599,57 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 			edges = append(edges, [2]time.Time{hi, end})
 		}
 	}
-	daily := func(table string, currency string) (string, []any) {
-		if table == clicksOriginSmall {
+	// The rollup's rows of the days [from, to), read by date column at (day, or a weekly
+	// rollup's week).
+	rollup := func(table, at, sums, currency string, from, to time.Time) (string, []any) {
+		dates := " AND " + at + " >= toDate(?) AND " + at + " <= toDate(?)"
+		dateArgs := []any{from.Format(time.DateOnly), to.AddDate(0, 0, -1).Format(time.DateOnly)}
+		if smallOriginTables[table] {
+			cond := quarterlyScope + " = ?" + dates + filterCond
+			args := append(append([]any{scope.CompanyID}, dateArgs...), filterArgs...)
+			cond, args = inCurrency(cond, args, currency)
+			if p.GroupBy == Day {
+				return s.db + "." + table + " WHERE " + cond, args
+			}
 			// One column of the small dimensions' rollup, as the value the others' rows are keyed by.
-			cond := quarterlyScope + " = ? AND day >= toDate(?) AND day <= toDate(?)"
-			args := []any{scope.CompanyID, lo.Format(time.DateOnly), hi.AddDate(0, 0, -1).Format(time.DateOnly)}
-			return "(SELECT " + smallOriginColumns[p.GroupBy] + " AS value, " + clickSums + " FROM " + s.db + "." + table + " WHERE " + cond + ")", args
+			return "(SELECT " + smallOriginColumns[p.GroupBy] + " AS value, " + sums + " FROM " + s.db + "." + table + " WHERE " + cond + ")", args
 		}
-		cond := dailyScope + " = ?" + dailyCond + " AND day >= toDate(?) AND day <= toDate(?)"
-		args := append(append([]any{scope.CompanyID}, dailyArgs...), lo.Format(time.DateOnly), hi.AddDate(0, 0, -1).Format(time.DateOnly))
+		cond := dailyScope + " = ?" + dailyCond + dates
+		args := append(append([]any{scope.CompanyID}, dailyArgs...), dateArgs...)
 		cond, args = p.inProgram(cond, args)
 		cond, args = inCurrency(cond, args, currency)
 		return s.db + "." + table + " WHERE " + cond, args
 	}
+	// The whole UTC days [lo, hi): the whole weeks among them from the weekly rollup, if the
+	// table has one (migration 0016), the days around them from the daily one.
+	daily := func(table, sums, currency string) (string, []any) {
+		weekly := weeklyRollups[table]
+		w0, w1 := weeks(lo, hi)
+		if weekly == "" || p.GroupBy == Day || !w0.Before(w1) {
+			return rollup(table, "day", sums, currency, lo, hi)
+		}
+		var parts []string
+		var args []any
+		add := func(table, at string, from, to time.Time) {
+			if from.Before(to) {
+				f, a := rollup(table, at, sums, currency, from, to)
+				parts, args = append(parts, "SELECT "+rollupColumns[table]+", "+sums+" FROM "+f), append(args, a...)
+			}
+		}
+		add(table, "day", lo, w0)
+		add(weekly, "week", w0, w1)
+		add(table, "day", w1, hi)
+		return "(" + strings.Join(parts, " UNION ALL ") + ")", args
+	}
 	src := func(table, sums, raw, rawSums, rawCond, rawGroup, currency string) source {
 		if len(edges) == 0 {
-			from, args := daily(table, currency)
+			from, args := daily(table, sums, currency)
 			return source{from, args}
 		}
 		var parts []string
 		var args []any
 		if lo.Before(hi) {
-			from, a := daily(table, currency)
+			from, a := daily(table, sums, currency)
 			parts, args = append(parts, "SELECT "+rollupColumns[table]+", "+sums+" FROM "+from), a
 		}
 		// The UTC days of the edges, spelled as the clicks' sorting key has them: ClickHouse
@@ -573,7 +668,8 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 			times = append(times, "occurred_at >= toDateTime(?) AND occurred_at < toDateTime(?)")
 			rawArgs = append(rawArgs, e[0].Unix(), e[1].Unix())
 		}
-		cond += " AND toDate(occurred_at) IN (" + strings.Join(days, ", ") + ") AND (" + strings.Join(times, " OR ") + ")" + rawCond
+		cond += " AND toDate(occurred_at) IN (" + strings.Join(days, ", ") + ") AND (" + strings.Join(times, " OR ") + ")" + rawCond + filterCond
+		rawArgs = append(rawArgs, filterArgs...)
 		cond, rawArgs = p.inProgram(cond, rawArgs)
 		cond, rawArgs = inCurrency(cond, rawArgs, currency)
 		selected, groupBy := rollupColumns[table], rollupColumns[table]
