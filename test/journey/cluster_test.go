@@ -408,20 +408,41 @@ func (tr *traffic) checkNothingLost(t *testing.T, what string) {
 	checkDeliveries(t, d)
 }
 
+// forceDeleteOne force-deletes a running pod of component. A pod of the rollout before may
+// still be listed while it goes away: only running pods not being deleted are chosen, and a
+// pod gone between the list and the delete is replaced by another.
+func (c *cluster) forceDeleteOne(t *testing.T, component string) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		var name string
+		for _, p := range c.pods(t, component) {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				name = p.Name
+				break
+			}
+		}
+		if name == "" {
+			t.Fatalf("e2e: no running %s pod to delete", component)
+		}
+		out, err := c.kubectl("-n", c.ns, "delete", "pod", name, "--grace-period=0", "--force", "--wait=false")
+		if err == nil {
+			t.Logf("force-deleted %s", name)
+			return
+		}
+		if !strings.Contains(out, "NotFound") || attempt == 4 {
+			t.Fatalf("e2e: force-delete %s: %v\n%s", name, err, out)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // killPodsUnderTraffic force-deletes an api pod and a deliver pod in the middle of traffic.
 func (c *cluster) killPodsUnderTraffic(t *testing.T, w *world) {
 	t.Helper()
 	tr := startTraffic(w, "kill")
 	time.Sleep(5 * time.Second)
 	for _, component := range []string{"api", "deliver"} {
-		pods := c.pods(t, component)
-		if len(pods) == 0 {
-			t.Fatalf("e2e: no %s pod to delete", component)
-		}
-		if out, err := c.kubectl("-n", c.ns, "delete", "pod", pods[0].Name, "--grace-period=0", "--force", "--wait=false"); err != nil {
-			t.Fatalf("e2e: force-delete %s: %v\n%s", pods[0].Name, err, out)
-		}
-		t.Logf("force-deleted %s", pods[0].Name)
+		c.forceDeleteOne(t, component)
 		time.Sleep(3 * time.Second)
 	}
 	time.Sleep(15 * time.Second)
