@@ -12,7 +12,6 @@ import (
 	"github.com/partnerstream/partnerstream/internal/stats"
 )
 
-
 // Stats by country, device and hour, filtered by where clicks come from, in zones with half-
 // and quarter-hour offsets and across a change of daylight saving time, are exact against the
 // events on the three families of routes and in the CSV file; conversions count under their

@@ -205,10 +205,8 @@ func (s *Service) rawPlan(col string, scope Scope, p Params, g grouping, filters
 	cond := col + " = ? AND toDate(occurred_at) >= toDate(?) AND toDate(occurred_at) <= toDate(?) AND occurred_at >= toDateTime(?) AND occurred_at < toDateTime(?)"
 	args := []any{scope.CompanyID, utcDay(start).Format(time.DateOnly), utcDay(end.Add(-time.Second)).Format(time.DateOnly), start.Unix(), end.Unix()}
 	cond, args = p.inProgram(cond, args)
-	for _, f := range filters {
-		cond += " AND " + f.column + " = ?"
-		args = append(args, f.value)
-	}
+	fcond, fargs := filterCondition(filters)
+	cond, args = cond+fcond, append(args, fargs...)
 	groupCols := raw
 	if strings.Contains(raw, " AS ") {
 		groupCols = raw[strings.LastIndex(raw, " AS ")+4:]
@@ -225,6 +223,18 @@ func (s *Service) rawPlan(col string, scope Scope, p Params, g grouping, filters
 	return pl
 }
 
+// filterCondition is the filters as conditions to append to a WHERE, with their arguments:
+// the raw tables and the small dimensions' rollups name the columns alike.
+func filterCondition(filters []filter) (string, []any) {
+	var cond string
+	var args []any
+	for _, f := range filters {
+		cond += " AND " + f.column + " = ?"
+		args = append(args, f.value)
+	}
+	return cond, args
+}
+
 // utcAligned says whether p's days (and range) start on UTC midnights: then its days are UTC
 // days, which the daily rollups hold.
 func utcAligned(p Params) bool {
@@ -233,6 +243,8 @@ func utcAligned(p Params) bool {
 		return false
 	}
 	if p.GroupBy == Day {
+		// London's range of January to December starts and ends on UTC midnights, not its
+		// summer days.
 		for _, b := range p.buckets() {
 			if !b.start.Equal(utcDay(b.start)) {
 				return false

@@ -550,27 +550,14 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 	}
 	// The filters, as conditions on the small dimensions' rollups and on the raw rows of the
 	// edges alike (their columns are named the same).
-	var filterCond string
-	var filterArgs []any
-	for _, f := range p.filters {
-		filterCond += " AND " + f.column + " = ?"
-		filterArgs = append(filterArgs, f.value)
-	}
+	filterCond, filterArgs := filterCondition(p.filters)
 	pl := plan{p: p, g: g}
 	start, end := p.span()
 	lo, hi := utcDay(start), utcDay(end)
 	if lo.Before(start) {
 		lo = lo.AddDate(0, 0, 1)
 	}
-	aligned := lo.Equal(start) && hi.Equal(end)
-	if p.GroupBy == Day {
-		// London's range of January to December starts and ends on UTC midnights, not its
-		// summer days.
-		for _, b := range p.buckets() {
-			aligned = aligned && b.start.Equal(utcDay(b.start))
-		}
-	}
-	if p.GroupBy == Day && !aligned || p.GroupBy == Hour {
+	if p.GroupBy == Day && !utcAligned(p) || p.GroupBy == Hour {
 		if p.GroupBy == Day {
 			g = groupings[Hour]
 			g.set = groupings[Day].set

@@ -2,7 +2,9 @@ package pgstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -168,6 +170,26 @@ func closeMigrator(m *migrate.Migrate, log *slog.Logger) {
 	if srcErr, dbErr := m.Close(); srcErr != nil || dbErr != nil {
 		log.Warn("postgres: close migrator", "source_error", srcErr, "database_error", dbErr)
 	}
+}
+
+// MigrationsDigest is a digest of the embedded migrations' names and contents: two builds
+// with the same digest migrate a database to the same schema (a test's template database is
+// named by it).
+func MigrationsDigest() (string, error) {
+	entries, err := migrationFiles.ReadDir("migrations")
+	if err != nil {
+		return "", fmt.Errorf("read embedded migrations: %w", err)
+	}
+	h := sha256.New()
+	for _, e := range entries {
+		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return "", fmt.Errorf("read embedded migration %s: %w", e.Name(), err)
+		}
+		fmt.Fprintf(h, "%s %d\n", e.Name(), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 // LatestVersion is the version of the newest embedded migration.

@@ -4,14 +4,8 @@ package pgtest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -65,7 +59,7 @@ const templatePrefix = "pst_template_"
 // lock makes one build it while the others wait, and it gets its name only once migrated,
 // so a database of that name is always complete.
 func migratedTemplate(admin string) (string, error) {
-	digest, err := migrationsDigest()
+	digest, err := pgstore.MigrationsDigest()
 	if err != nil {
 		return "", err
 	}
@@ -145,30 +139,6 @@ func dropStaleTemplates(ctx context.Context, conn *pgx.Conn) {
 		_, _ = conn.Exec(ctx, "ALTER DATABASE "+db+" WITH IS_TEMPLATE false")
 		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db)
 	}
-}
-
-// migrationsDigest is a digest of pgstore's migration files, read from the source tree
-// beside this file.
-func migrationsDigest() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("no source path to find the migrations from")
-	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "store", "pgstore", "migrations")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return "", fmt.Errorf("read the migrations: %w", err)
-	}
-	h := sha256.New()
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return "", fmt.Errorf("read the migrations: %w", err)
-		}
-		fmt.Fprintf(h, "%s %d\n", e.Name(), len(b))
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 // Listen runs pgstore.Listen with s until the test ends and returns once the subscription
