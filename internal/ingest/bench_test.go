@@ -541,7 +541,7 @@ func BenchmarkClickBytesOnDisk(b *testing.B) {
 				clicks = clicks[:0]
 			}
 		}
-		tables := []string{"clicks", "click_index", "click_visitors", "clicks_daily", "clicks_daily_sub1"}
+		tables := []string{"clicks", "clicks_narrow", "click_index", "click_visitors", "clicks_daily", "clicks_daily_sub1"}
 		var report []string
 		for _, table := range tables {
 			if err := e.conn.Exec(ctx, "OPTIMIZE TABLE "+e.db+"."+table+" FINAL"); err != nil {

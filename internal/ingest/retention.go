@@ -23,7 +23,7 @@ type retention struct {
 // statistics come from the rollups, which are kept, and a conversion's stored state from
 // `conversions`, which is not partitioned. A conversion arriving after its click's month was
 // dropped is stored without the click's sub1, as when the click never arrived.
-var rawTables = []string{"clicks", "click_index", "conversion_changes", "conversions_awaiting_click"}
+var rawTables = []string{"clicks", "clicks_narrow", "click_index", "conversion_changes", "conversions_awaiting_click"}
 
 func (r retention) run(ctx context.Context) error {
 	run.Every(ctx, time.Hour, r.log, "ClickHouse retention", r.drop)

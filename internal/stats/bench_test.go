@@ -58,7 +58,7 @@ func BenchmarkStats30Days(b *testing.B) {
 	// take the days that are no longer written to.
 	for _, state := range []string{"as-loaded", "merged"} {
 		if state == "merged" {
-			for _, table := range []string{"clicks_daily", "clicks_daily_sub1", "conversions_daily", "clicks_quarterly", "conversions_quarterly",
+			for _, table := range []string{"clicks_narrow", "clicks_daily", "clicks_daily_sub1", "conversions_daily", "clicks_quarterly", "conversions_quarterly",
 				"clicks_origin_daily", "clicks_origin_small_daily", "conversions_origin_daily", "conversions_origin_small_daily",
 				"conversions_origin_weekly", "conversions_origin_small_weekly"} {
 				if err := conn.Exec(ctx, "OPTIMIZE TABLE "+db+"."+table+" FINAL"); err != nil {
@@ -94,7 +94,8 @@ func BenchmarkStats30Days(b *testing.B) {
 const benchZone = "Asia/Kathmandu"
 
 // benchFilters are the filtered reports the benchmark runs: small dimensions by small
-// dimensions and by day (the small rollups, migration 0015), and a large one (the raw clicks).
+// dimensions and by day (the small rollups, migration 0015), and by a large one or grouped by
+// link (the narrow clicks, migration 0017).
 var benchFilters = []struct {
 	name  string
 	g     stats.GroupBy
@@ -106,6 +107,7 @@ var benchFilters = []struct {
 	{"device-where-hosting", stats.Device, map[string]string{"hosting": "false"}},
 	{"browser-where-country-device-os", stats.Browser, map[string]string{"country": "DE", "device": "mobile", "os": "os3"}},
 	{"country-where-utm_campaign", stats.Country, map[string]string{"utm_campaign": "c17"}},
+	{"link-where-country", stats.Link, map[string]string{"country": "DE"}},
 }
 
 func benchQuery(b *testing.B, q *stats.Service, g stats.GroupBy, where map[string]string, from time.Time) {
@@ -180,7 +182,7 @@ func settle(b *testing.B, conn driver.Conn, db string) {
 		}
 		time.Sleep(time.Second)
 	}
-	rows, err := conn.Query(ctx, "SELECT table, toUInt64(count()), sum(rows) FROM system.parts WHERE database = ? AND active AND (table LIKE '%daily%' OR table LIKE '%weekly%' OR table LIKE '%quarterly%') GROUP BY table ORDER BY table", db)
+	rows, err := conn.Query(ctx, "SELECT table, toUInt64(count()), sum(rows) FROM system.parts WHERE database = ? AND active AND (table LIKE '%daily%' OR table LIKE '%weekly%' OR table LIKE '%quarterly%' OR table = 'clicks_narrow') GROUP BY table ORDER BY table", db)
 	if err != nil {
 		b.Fatal(err)
 	}

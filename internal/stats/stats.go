@@ -1,7 +1,9 @@
 // Package stats answers statistics queries (clicks, unique clicks, conversions by status,
-// sale amount, commission, EPC, conversion rate) from the daily rollups that ingest's
-// materialized views keep in ClickHouse, never from the raw clicks: a 30-day query reads a
-// few thousand pre-summed rows whatever the traffic. docs/stats.md defines every figure.
+// sale amount, commission, EPC, conversion rate) from the rollups that ingest's materialized
+// views keep in ClickHouse: a 30-day query reads a few thousand pre-summed rows whatever the
+// traffic. What no rollup holds (a filter on a large dimension, the partial UTC days of a
+// range in another zone) comes from the clicks' narrow copy (migration 0017) and the
+// conversion changes. docs/stats.md defines every figure.
 package stats
 
 import (
@@ -394,19 +396,15 @@ var groupings = map[GroupBy]grouping{
 
 const convsDaily = "conversions_daily"
 
-// rollupColumns are the group columns of each daily rollup: what the raw rows of a range's
-// partial days (plan.edges) select to be summed with it.
-var rollupColumns = map[string]string{
-	"clicks_daily":                    "program_id, affiliate_id, link_id",
-	"clicks_daily_sub1":               "program_id, affiliate_id, sub1",
-	convsDaily:                        "program_id, affiliate_id, link_id, sub1",
-	"conversions_daily_attribution":   "program_id, affiliate_id, attribution",
-	"clicks_origin_daily":             "value",
-	"conversions_origin_daily":        "value",
-	clicksOriginSmall:                 "value",
-	convsOriginSmall:                  "value",
-	"conversions_origin_weekly":       "value",
-	"conversions_origin_small_weekly": "value",
+// asStrings selects the columns of a list ("program_id, link_id") as Strings under their own
+// names: the narrow clicks keep them as LowCardinality, which ClickHouse 18.16's UNION ALL
+// does not mix with the rollups' String.
+func asStrings(columns string) string {
+	var out []string
+	for _, c := range strings.Split(columns, ", ") {
+		out = append(out, "CAST("+c+" AS String) AS "+c)
+	}
+	return strings.Join(out, ", ")
 }
 
 // weeklyRollups are the weekly rollups beside the conversions' daily rollups by origin
@@ -504,10 +502,11 @@ type plan struct {
 // rollups, as they are stored. A range of the caller's days that starts or ends within a UTC
 // day (any zone but UTC and its like) is read, grouped by day or hour, from the quarter-hour
 // rollups, and in the other groupings as its whole UTC days from the daily rollups plus the
-// raw clicks and conversion changes of the partial days at its edges: less than a day in all,
-// one primary-key range of each raw table per edge. The rollups by origin are read by week for
-// a range's whole weeks; filtered reports read the small dimensions' rollups when those hold
-// the filters and the grouping (smallFiltered), and the raw rows otherwise (rawPlan).
+// narrow clicks and conversion changes of the partial days at its edges: less than a day in
+// all, one primary-key range of each raw table per edge. The rollups by origin are read by
+// week for a range's whole weeks; filtered reports read the small dimensions' rollups when
+// those hold the filters and the grouping (smallFiltered), and the raw rows otherwise
+// (rawPlan).
 func (s *Service) plan(scope Scope, p Params) (plan, error) {
 	col, ok := scopeColumns[scope.Kind]
 	if !ok || scope.CompanyID == "" {
@@ -520,18 +519,22 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 	g, dim := dimensionGroupings[p.GroupBy]
 	small := smallFiltered(p)
 	// The rollups by origin hold no program (migration 0012): one program's report by origin
-	// reads its raw clicks, which their sorting key narrows to it for an advertiser.
+	// reads its clicks from the narrow copy, by the advertiser's days.
 	if len(p.filters) > 0 && !small || dim && p.ProgramID != "" {
 		if !dim {
 			g = groupings[p.GroupBy]
 		}
-		return s.rawPlan(col, scope, p, g, p.filters), nil
+		return s.rawPlan(col, scope, p, g), nil
 	}
-	// The daily rollups' scope column and condition, and what the raw rows of the edges select
-	// and group by to be summed with them (their columns, unless the rollup names them otherwise).
+	// The daily rollups' scope column and condition; the columns their rows and the raw rows of
+	// a range's partial days at its edges (plan.edges) select, to be summed together: the
+	// grouping's own, which every rollup of it holds; and what the raw rows select and group
+	// by, if the rollup names them otherwise.
 	dailyScope, dailyCond, dailyArgs := col, "", []any(nil)
+	cols := rawColumns[p.GroupBy]
 	var rawSelect, rawGroupBy string
 	if dim {
+		cols = "value"
 		// ClickHouse migration 0012: one dimension's range of the rollups by origin.
 		rawSelect, rawGroupBy = g.key+" AS value", "value"
 		g = grouping{clicksTable: "clicks_origin_daily", convsTable: "conversions_origin_daily", column: "value", key: "value", extra: noExtra, set: g.set}
@@ -548,8 +551,8 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 			g.clicksTable, g.convsTable = clicksOriginSmall, convsOriginSmall
 		}
 	}
-	// The filters, as conditions on the small dimensions' rollups and on the raw rows of the
-	// edges alike (their columns are named the same).
+	// The filters, as conditions on the small dimensions' rollups (the raw rows of the edges
+	// name their columns alike, rawCondition).
 	filterCond, filterArgs := filterCondition(p.filters)
 	pl := plan{p: p, g: g}
 	start, end := p.span()
@@ -620,7 +623,7 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		add := func(table, at string, from, to time.Time) {
 			if from.Before(to) {
 				f, a := rollup(table, at, sums, currency, from, to)
-				parts, args = append(parts, "SELECT "+rollupColumns[table]+", "+sums+" FROM "+f), append(args, a...)
+				parts, args = append(parts, "SELECT "+cols+", "+sums+" FROM "+f), append(args, a...)
 			}
 		}
 		add(table, "day", lo, w0)
@@ -628,7 +631,7 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		add(table, "day", w1, hi)
 		return "(" + strings.Join(parts, " UNION ALL ") + ")", args
 	}
-	src := func(table, sums, raw, rawSums, rawCond, rawGroup, currency string) source {
+	src := func(table, sums, raw, rawSums, rawGroup, currency string) source {
 		if len(edges) == 0 {
 			from, args := daily(table, sums, currency)
 			return source{from, args}
@@ -637,29 +640,10 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		var args []any
 		if lo.Before(hi) {
 			from, a := daily(table, sums, currency)
-			parts, args = append(parts, "SELECT "+rollupColumns[table]+", "+sums+" FROM "+from), a
+			parts, args = append(parts, "SELECT "+cols+", "+sums+" FROM "+from), a
 		}
-		// The UTC days of the edges, spelled as the clicks' sorting key has them: ClickHouse
-		// 18.16 does not narrow toDate(occurred_at) from a condition on occurred_at, and would
-		// read the advertiser's whole month.
-		var days, times []string
-		cond := col + " = ?"
-		rawArgs := []any{scope.CompanyID}
-		for _, e := range edges {
-			for d := utcDay(e[0]); d.Before(e[1]); d = d.AddDate(0, 0, 1) {
-				days = append(days, "toDate(?)")
-				rawArgs = append(rawArgs, d.Format(time.DateOnly))
-			}
-		}
-		for _, e := range edges {
-			times = append(times, "occurred_at >= toDateTime(?) AND occurred_at < toDateTime(?)")
-			rawArgs = append(rawArgs, e[0].Unix(), e[1].Unix())
-		}
-		cond += " AND toDate(occurred_at) IN (" + strings.Join(days, ", ") + ") AND (" + strings.Join(times, " OR ") + ")" + rawCond + filterCond
-		rawArgs = append(rawArgs, filterArgs...)
-		cond, rawArgs = p.inProgram(cond, rawArgs)
-		cond, rawArgs = inCurrency(cond, rawArgs, currency)
-		selected, groupBy := rollupColumns[table], rollupColumns[table]
+		cond, rawArgs := p.rawCondition(col, scope, raw, edges, currency)
+		selected, groupBy := asStrings(cols), cols
 		if rawSelect != "" {
 			selected, groupBy = rawSelect, rawGroupBy
 		}
@@ -667,10 +651,10 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		return source{"(" + strings.Join(parts, " UNION ALL ") + ")", append(args, rawArgs...)}
 	}
 	if g.clicksTable != "" {
-		pl.clicks = src(g.clicksTable, clickSums, "clicks", rawClickSums, " AND is_bot = 0", "", "")
+		pl.clicks = src(g.clicksTable, clickSums, rawClicks, rawClickSums, "", "")
 	}
-	pl.convs = src(g.convsTable, convSums, "conversion_changes", rawConvSums, "", rawConvGroup, p.Currency)
-	pl.convsAll = src(g.convsTable, convSums, "conversion_changes", rawConvSums, "", rawConvGroup, "")
+	pl.convs = src(g.convsTable, convSums, rawConversions, rawConvSums, rawConvGroup, p.Currency)
+	pl.convsAll = src(g.convsTable, convSums, rawConversions, rawConvSums, rawConvGroup, "")
 	return pl, nil
 }
 
