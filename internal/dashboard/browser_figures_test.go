@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // An affiliate's links show their last 30 days (clicks, conversions, earnings), and the
@@ -35,8 +36,12 @@ func TestBrowserLinkFiguresAndPartnerLeaderboard(t *testing.T) {
 			s.eventually(t, "the leaderboard", func() (bool, string) {
 				brand.open("/app")
 				brand.waitFor("the charts", `document.querySelector('#chart-clicks svg')`)
+				// The leaderboard is drawn after the charts, once its own two requests answer: a
+				// loaded machine can take longer than reading it right away would allow.
 				var row []string
-				brand.eval(`(r => r ? [...r.querySelectorAll('td')].map(td => td.textContent) : [])(document.querySelector('#leaders tbody tr'))`, &row)
+				for drawn := time.Now().Add(10 * time.Second); len(row) == 0 && time.Now().Before(drawn); time.Sleep(100 * time.Millisecond) {
+					brand.eval(`(r => r ? [...r.querySelectorAll('td')].map(td => td.textContent) : [])(document.querySelector('#leaders tbody tr'))`, &row)
+				}
 				return len(row) == 6 && row[0] == "1" && (row[1] == affID || row[1] == "Ranked "+lang) && row[2] == "1" && row[3] == "1" &&
 					containsDigits(row[4], "2000"), fmt.Sprint(row)
 			})
