@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
 )
 
 // ClickKey names a conversion's click in ClickHouse's clicks by what its sorting key needs
@@ -56,12 +57,15 @@ func (s *ClickStore) Clicks(ctx context.Context, keys []ClickKey) (map[string]Cl
 		ids = append(ids, k.ClickID)
 		byID[k.ClickID] = k
 	}
+	// The query is built before the call reads args: Go does not order reading an operand
+	// against the calls beside it.
 	var args []any
-	rows, err := s.conn.Query(ctx, `SELECT click_id, link_id, occurred_at, country, asn, hosting, device_type, browser, os,
+	query := `SELECT click_id, link_id, occurred_at, country, asn, hosting, device_type, browser, os,
 		referrer_domain, utm_source, utm_medium, utm_campaign, paid_ads, ip, visitor, advertiser_id, program_id
-		FROM `+s.db+`.clicks
-		WHERE advertiser_id IN `+in(&args, advertisers)+` AND program_id IN `+in(&args, programs)+`
-		AND toDate(occurred_at) IN `+in(&args, days)+` AND click_id IN `+in(&args, ids), args...)
+		FROM ` + s.db + `.clicks
+		WHERE advertiser_id IN ` + chstore.InList(&args, advertisers) + ` AND program_id IN ` + chstore.InList(&args, programs) + `
+		AND toDate(occurred_at) IN ` + chstore.InList(&args, days) + ` AND click_id IN ` + chstore.InList(&args, ids)
+	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read clicks: %w", err)
 	}
@@ -125,10 +129,10 @@ func (s *ClickStore) velocity(ctx context.Context, keys map[string]ClickKey, fou
 	}
 	var args []any
 	query := `SELECT DISTINCT click_id, link_id, ip, visitor, occurred_at FROM ` + s.db + `.clicks
-		WHERE advertiser_id IN ` + in(&args, advertisers) + ` AND program_id IN ` + in(&args, programs) + `
+		WHERE advertiser_id IN ` + chstore.InList(&args, advertisers) + ` AND program_id IN ` + chstore.InList(&args, programs) + `
 		AND toDate(occurred_at) >= toDate(?) AND toDate(occurred_at) <= toDate(?) AND occurred_at >= ? AND occurred_at <= ?`
 	args = append(args, from, to, from, to)
-	query += ` AND link_id IN ` + in(&args, links) + ` AND (ip IN ` + in(&args, ips) + ` OR visitor IN ` + in(&args, visitors) + `)`
+	query += ` AND link_id IN ` + chstore.InList(&args, links) + ` AND (ip IN ` + chstore.InList(&args, ips) + ` OR visitor IN ` + chstore.InList(&args, visitors) + `)`
 	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("count click velocity: %w", err)
@@ -175,15 +179,4 @@ func RecentClicks(k Click, ip, visitor string, window time.Duration, visits []Vi
 		}
 	}
 	return n
-}
-
-// in is an IN list of a placeholder per value, whose values it appends to args: the driver
-// binds a slice as an array, which IN does not take.
-func in(args *[]any, values []string) string {
-	marks := make([]string, len(values))
-	for i, v := range values {
-		marks[i] = "?"
-		*args = append(*args, v)
-	}
-	return "(" + strings.Join(marks, ", ") + ")"
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/partnerstream/partnerstream/internal/store/chstore"
 )
 
 // ClickHouseClicks reads the clicks' evidence from ClickHouse's clicks table.
@@ -38,11 +39,12 @@ func (s ClickHouseClicks) Clicks(ctx context.Context, keys []ClickKey) (map[stri
 				}
 			}
 		}
-		rows, err := s.Conn.Query(ctx, `SELECT click_id, any(occurred_at), any(country), any(region), any(city), any(asn), any(as_org),
+		args := []any{advertiser}
+		query := `SELECT click_id, any(occurred_at), any(country), any(region), any(city), any(asn), any(as_org),
 			any(hosting), any(device_type), any(browser), any(os), any(referrer), any(referrer_domain)
-			FROM `+s.Database+`.clicks WHERE advertiser_id = ? AND program_id IN (`+marks(len(programs))+`)
-			AND toDate(occurred_at) IN (`+dates(days)+`) AND click_id IN (`+marks(len(clickIDs))+`) GROUP BY click_id`,
-			append(append([]any{advertiser}, anys(programs)...), anys(clickIDs)...)...)
+			FROM ` + s.Database + `.clicks WHERE advertiser_id = ? AND program_id IN ` + chstore.InList(&args, programs) + `
+			AND toDate(occurred_at) IN (` + dates(days) + `) AND click_id IN ` + chstore.InList(&args, clickIDs) + ` GROUP BY click_id`
+		rows, err := s.Conn.Query(ctx, query, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read clicks: %w", err)
 		}
@@ -74,15 +76,4 @@ func dates(days []string) string {
 		lits[i] = "toDate('" + d + "')"
 	}
 	return strings.Join(lits, ", ")
-}
-
-// marks are n placeholders: the driver binds a slice as an array, which IN refuses.
-func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
-
-func anys(list []string) []any {
-	out := make([]any, len(list))
-	for i, v := range list {
-		out[i] = v
-	}
-	return out
 }

@@ -12,11 +12,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/kafka"
-	"github.com/partnerstream/partnerstream/internal/metrics"
+	"github.com/partnerstream/partnerstream/internal/metrics/metricstest"
 	"github.com/partnerstream/partnerstream/internal/outbox"
 	"github.com/partnerstream/partnerstream/internal/testenv"
 	"github.com/partnerstream/partnerstream/internal/testenv/pgtest"
@@ -151,41 +150,17 @@ func exactlyOnce(t *testing.T, seen map[string]int, want []string) {
 	}
 }
 
-func metric(t *testing.T, name string) float64 {
-	t.Helper()
-	mfs, err := metrics.Gatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		m := mf.GetMetric()[0]
-		switch mf.GetType() {
-		case dto.MetricType_GAUGE:
-			return m.GetGauge().GetValue()
-		case dto.MetricType_COUNTER:
-			return m.GetCounter().GetValue()
-		case dto.MetricType_HISTOGRAM:
-			return float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	t.Fatalf("metric %s is not registered", name)
-	return 0
-}
-
 func TestRelayPublishesEveryEventOnceInOrderPerAggregate(t *testing.T) {
 	e := newEnv(t)
 	want := e.write(t, 250, "once") // more than two full batches
-	before := metric(t, "partnerstream_outbox_published_total")
-	latencies := metric(t, "partnerstream_outbox_publish_latency_seconds")
+	before := metricstest.Value(t, "partnerstream_outbox_published_total", "", "")
+	latencies := metricstest.Value(t, "partnerstream_outbox_publish_latency_seconds", "", "")
 	stop := run(t, outbox.NewRelay(e.db, e.w, outbox.RelayOptions{BatchSize: 100}))
 	e.waitDrained(t)
 	// The relay counts the backlog after its last batch; give it that loop.
-	for deadline := time.Now().Add(3 * time.Second); metric(t, "partnerstream_outbox_backlog") != 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(3 * time.Second); metricstest.Value(t, "partnerstream_outbox_backlog", "", "") != 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("backlog gauge %v 3 s after draining, want 0", metric(t, "partnerstream_outbox_backlog"))
+			t.Fatalf("backlog gauge %v 3 s after draining, want 0", metricstest.Value(t, "partnerstream_outbox_backlog", "", ""))
 		}
 	}
 	stop()
@@ -206,10 +181,10 @@ func TestRelayPublishesEveryEventOnceInOrderPerAggregate(t *testing.T) {
 		}
 		last[string(m.Key)] = order[env.ID]
 	}
-	if got := metric(t, "partnerstream_outbox_published_total") - before; got != 250 {
+	if got := metricstest.Value(t, "partnerstream_outbox_published_total", "", "") - before; got != 250 {
 		t.Errorf("published_total grew by %v, want 250", got)
 	}
-	if got := metric(t, "partnerstream_outbox_publish_latency_seconds") - latencies; got != 250 {
+	if got := metricstest.Value(t, "partnerstream_outbox_publish_latency_seconds", "", "") - latencies; got != 250 {
 		t.Errorf("latency histogram grew by %v samples, want 250", got)
 	}
 }
@@ -289,11 +264,11 @@ func TestRelayRetriesAfterKafkaFailures(t *testing.T) {
 	want := e.write(t, 5, "flaky")
 	w := &flaky{w: e.w}
 	w.fails.Store(3)
-	errs := metric(t, "partnerstream_outbox_publish_errors_total")
+	errs := metricstest.Value(t, "partnerstream_outbox_publish_errors_total", "", "")
 	run(t, outbox.NewRelay(e.db, w, outbox.RelayOptions{PollInterval: 10 * time.Millisecond}))
 	e.waitDrained(t)
 	exactlyOnce(t, published(t, e.readAll(t)), want)
-	if got := metric(t, "partnerstream_outbox_publish_errors_total") - errs; got != 3 {
+	if got := metricstest.Value(t, "partnerstream_outbox_publish_errors_total", "", "") - errs; got != 3 {
 		t.Errorf("publish_errors_total grew by %v, want 3", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/partnerstream/partnerstream/internal/events"
 	"github.com/partnerstream/partnerstream/internal/ids"
+	"github.com/partnerstream/partnerstream/internal/metrics/metricstest"
 	"github.com/partnerstream/partnerstream/internal/tracking"
 	"github.com/partnerstream/partnerstream/internal/tracking/trackingtest"
 )
@@ -60,7 +61,7 @@ func newRecorder(t testing.TB, o tracking.RecorderOptions) *tracking.Recorder {
 
 func TestAckModePutsTheWholeClickOnKafkaKeyedByItsID(t *testing.T) {
 	k := trackingtest.StartBroker(t)
-	before := counter(t, "partnerstream_clicks_recorded_total", map[string]string{"mode": "ack"})
+	before := metricstest.Value(t, "partnerstream_clicks_recorded_total", "mode", "ack")
 	// A generous timeout: this is about where the click goes, and the first send (dialing the
 	// broker, reading its metadata) can exceed the default 50 ms on a loaded machine, which
 	// would spool the click instead.
@@ -76,7 +77,7 @@ func TestAckModePutsTheWholeClickOnKafkaKeyedByItsID(t *testing.T) {
 	if got[0].Click != want {
 		t.Fatalf("on Kafka:\n%+v\nsent:\n%+v", got[0].Click, want)
 	}
-	if after := counter(t, "partnerstream_clicks_recorded_total", map[string]string{"mode": "ack"}); after != before+1 {
+	if after := metricstest.Value(t, "partnerstream_clicks_recorded_total", "mode", "ack"); after != before+1 {
 		t.Fatalf("clicks_recorded_total{mode=ack} went from %v to %v", before, after)
 	}
 	if r.SpoolBytes() != 0 {
@@ -163,7 +164,7 @@ func TestAsyncModeFlushesItsQueueOnShutdown(t *testing.T) {
 
 func TestAsyncModeSpoolsWhenItsQueueIsFull(t *testing.T) {
 	k := trackingtest.StartBroker(t)
-	spooled := counter(t, "partnerstream_clicks_spooled_total", nil)
+	spooled := metricstest.Value(t, "partnerstream_clicks_spooled_total", "", "")
 	r := newRecorder(t, tracking.RecorderOptions{Kafka: k.Config, Mode: tracking.ModeAsync, QueueSize: 5})
 	// Not running yet: nothing drains the queue, so clicks 6 to 20 must go to the spool.
 	var want []string
@@ -174,7 +175,7 @@ func TestAsyncModeSpoolsWhenItsQueueIsFull(t *testing.T) {
 		}
 		want = append(want, c.ClickID)
 	}
-	if got := counter(t, "partnerstream_clicks_spooled_total", nil) - spooled; got != 15 {
+	if got := metricstest.Value(t, "partnerstream_clicks_spooled_total", "", "") - spooled; got != 15 {
 		t.Fatalf("%v clicks spooled, want 15", got)
 	}
 	trackingtest.RunRecorder(t, r)
@@ -182,8 +183,7 @@ func TestAsyncModeSpoolsWhenItsQueueIsFull(t *testing.T) {
 }
 
 func TestAFullSpoolDropsClicksAndCountsThem(t *testing.T) {
-	full := map[string]string{"reason": "spool_full"}
-	before := counter(t, "partnerstream_clicks_dropped_total", full)
+	before := metricstest.Value(t, "partnerstream_clicks_dropped_total", "reason", "spool_full")
 	r := newRecorder(t, tracking.RecorderOptions{Kafka: trackingtest.DeadBroker(t), SpoolMaxBytes: 2000, AckTimeout: 20 * time.Millisecond})
 	var dropped int
 	for i := range 10 { // about 600 bytes each: three fit
@@ -197,7 +197,7 @@ func TestAFullSpoolDropsClicksAndCountsThem(t *testing.T) {
 	if dropped != 7 {
 		t.Fatalf("%d clicks dropped, want 7 (spool %d bytes)", dropped, r.SpoolBytes())
 	}
-	if got := counter(t, "partnerstream_clicks_dropped_total", full) - before; got != 7 {
+	if got := metricstest.Value(t, "partnerstream_clicks_dropped_total", "reason", "spool_full") - before; got != 7 {
 		t.Fatalf("clicks_dropped_total{reason=spool_full} grew by %v, want 7", got)
 	}
 }
@@ -266,8 +266,7 @@ func TestKill9WithASpoolLosesNothing(t *testing.T) {
 	f.Write([]byte{0, 0, 2, 0, 0xde, 0xad, 0xbe, 0xef, '{', '"'})
 	f.Close()
 
-	corrupt := map[string]string{"reason": "spool_corrupt"}
-	before := counter(t, "partnerstream_clicks_dropped_total", corrupt)
+	before := metricstest.Value(t, "partnerstream_clicks_dropped_total", "reason", "spool_corrupt")
 	k := trackingtest.StartBroker(t)
 	r := newRecorder(t, tracking.RecorderOptions{Kafka: k.Config, SpoolDir: dir})
 	if r.SpoolBytes() == 0 {
@@ -276,7 +275,7 @@ func TestKill9WithASpoolLosesNothing(t *testing.T) {
 	trackingtest.RunRecorder(t, r)
 	trackingtest.ExactlyOnce(t, trackingtest.ReadClicks(t, k.Config, len(want), 20*time.Second), want)
 	trackingtest.WaitForEmptySpool(t, r, 5*time.Second)
-	if got := counter(t, "partnerstream_clicks_dropped_total", corrupt) - before; got != 1 {
+	if got := metricstest.Value(t, "partnerstream_clicks_dropped_total", "reason", "spool_corrupt") - before; got != 1 {
 		t.Fatalf("the torn record counted %v times as spool_corrupt, want 1", got)
 	}
 }

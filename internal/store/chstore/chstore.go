@@ -113,3 +113,14 @@ func validateDatabase(name string) error {
 	}
 	return nil
 }
+
+// InList is an IN list of a placeholder per value, "(?, ?)", whose values it appends to args:
+// the driver binds a slice as an array, which IN does not take.
+func InList(args *[]any, values []string) string {
+	marks := make([]string, len(values))
+	for i, v := range values {
+		marks[i] = "?"
+		*args = append(*args, v)
+	}
+	return "(" + strings.Join(marks, ", ") + ")"
+}

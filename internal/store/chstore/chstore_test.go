@@ -293,3 +293,13 @@ func assertOneRowPerVersion(t *testing.T, conn driver.Conn, db string, want []ui
 		}
 	}
 }
+
+func TestInListHasAPlaceholderPerValueAndAppendsTheValues(t *testing.T) {
+	args := []any{"first"}
+	if got := InList(&args, []string{"a", "b"}); got != "(?, ?)" {
+		t.Errorf("InList = %q, want (?, ?)", got)
+	}
+	if len(args) != 3 || args[1] != "a" || args[2] != "b" {
+		t.Errorf("args = %v, want [first a b]", args)
+	}
+}
