@@ -173,9 +173,8 @@ const (
 var rawDay = map[string]string{rawClicks: "day", rawConversions: "toDate(occurred_at)"}
 
 // rawColumns are the raw columns (or expressions, aliased as the rollups name them) each of
-// the other groupings reads from the raw tables.
+// the other groupings reads from the raw tables; by day, each table's own day (rawDay).
 var rawColumns = map[GroupBy]string{
-	Day:         "toDate(occurred_at) AS day",
 	Hour:        "toStartOfFifteenMinutes(occurred_at) AS quarter",
 	Program:     "program_id",
 	Affiliate:   "affiliate_id",
@@ -204,7 +203,7 @@ func (s *Service) rawPlan(col string, scope Scope, p Params, g grouping) plan {
 	case pl.quarters:
 		raw = rawColumns[Hour]
 	case raw == "":
-		raw = g.column // a grouping by where clicks come from groups by its raw columns
+		raw = g.column // by day, or by where clicks come from: the grouping's own columns
 	}
 	groupCols := raw
 	if strings.Contains(raw, " AS ") {
@@ -212,7 +211,13 @@ func (s *Service) rawPlan(col string, scope Scope, p Params, g grouping) plan {
 	}
 	from := func(table, sums, group, currency string) source {
 		where, args := p.rawCondition(col, scope, table, [][2]time.Time{{start, end}}, currency)
-		return source{"(SELECT " + raw + ", " + sums + " FROM " + s.db + "." + table + " WHERE " + where + " GROUP BY " + groupCols + group + ")", args}
+		selected := raw
+		if p.GroupBy == Day && !pl.quarters {
+			// The table's own day (rawDay): an alias of another expression named day would hide
+			// the narrow clicks' day column from the WHERE, which would then read every day.
+			selected = rawDay[table] + " AS day"
+		}
+		return source{"(SELECT " + selected + ", " + sums + " FROM " + s.db + "." + table + " WHERE " + where + " GROUP BY " + groupCols + group + ")", args}
 	}
 	if g.clicksTable != "" {
 		pl.clicks = from(rawClicks, rawClickSums, "", "")
