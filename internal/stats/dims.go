@@ -188,7 +188,7 @@ var rawColumns = map[GroupBy]string{
 // clicks come from reads when no rollup holds it. The rows are read by the range's UTC days
 // and instants (rawCondition), so every zone is exact; grouped by day in a zone whose days are
 // not UTC days, or by hour, by quarter hour as the quarter-hour rollups are (plan.bucketed).
-func (s *Service) rawPlan(col string, scope Scope, p Params, g grouping) plan {
+func (s *Service) rawPlan(scope Scope, p Params, g grouping) plan {
 	pl := plan{p: p, g: g}
 	start, end := p.span()
 	if p.GroupBy == Hour || p.GroupBy == Day && !utcAligned(p) {
@@ -210,7 +210,7 @@ func (s *Service) rawPlan(col string, scope Scope, p Params, g grouping) plan {
 		groupCols = raw[strings.LastIndex(raw, " AS ")+4:]
 	}
 	from := func(table, sums, group, currency string) source {
-		where, args := p.rawCondition(col, scope, table, [][2]time.Time{{start, end}}, currency)
+		where, args := p.rawCondition(scope, table, [][2]time.Time{{start, end}}, currency)
 		selected := raw
 		if p.GroupBy == Day && !pl.quarters {
 			// The table's own day (rawDay): an alias of another expression named day would hide
@@ -227,12 +227,13 @@ func (s *Service) rawPlan(col string, scope Scope, p Params, g grouping) plan {
 	return pl
 }
 
-// rawCondition narrows a raw table to the company, the instants of spans, the asked program
-// and the filters, and its conversions to currency if one is asked. The spans are read by
-// their UTC days, which the raw tables' sorting keys hold (ClickHouse 18.16 does not narrow a
-// key on toDate(occurred_at) from a condition on occurred_at, and would read the company's
-// whole month), and by their instants unless they are whole UTC days.
-func (p Params) rawCondition(col string, scope Scope, table string, spans [][2]time.Time, currency string) (string, []any) {
+// rawCondition narrows a raw table to the company (of a scope plan has checked), the instants
+// of spans, the asked program and the filters, and its conversions to currency if one is
+// asked. The spans are read by their UTC days, which the raw tables' sorting keys hold
+// (ClickHouse 18.16 does not narrow a key on toDate(occurred_at) from a condition on
+// occurred_at, and would read the company's whole month), and by their instants unless they
+// are whole UTC days.
+func (p Params) rawCondition(scope Scope, table string, spans [][2]time.Time, currency string) (string, []any) {
 	day := rawDay[table]
 	var ors []string
 	args := []any{scope.CompanyID}
@@ -245,7 +246,7 @@ func (p Params) rawCondition(col string, scope Scope, table string, spans [][2]t
 		}
 		ors = append(ors, c)
 	}
-	cond := col + " = ? AND (" + strings.Join(ors, " OR ") + ")"
+	cond := scopeColumns[scope.Kind] + " = ? AND (" + strings.Join(ors, " OR ") + ")"
 	cond, args = p.inProgram(cond, args)
 	fcond, fargs := filterCondition(p.filters)
 	return inCurrency(cond+fcond, append(args, fargs...), currency)

@@ -524,7 +524,7 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 		if !dim {
 			g = groupings[p.GroupBy]
 		}
-		return s.rawPlan(col, scope, p, g), nil
+		return s.rawPlan(scope, p, g), nil
 	}
 	// The daily rollups' scope column and condition; the columns their rows and the raw rows of
 	// a range's partial days at its edges (plan.edges) select, to be summed together: the
@@ -642,7 +642,7 @@ func (s *Service) plan(scope Scope, p Params) (plan, error) {
 			from, a := daily(table, sums, currency)
 			parts, args = append(parts, "SELECT "+cols+", "+sums+" FROM "+from), a
 		}
-		cond, rawArgs := p.rawCondition(col, scope, raw, edges, currency)
+		cond, rawArgs := p.rawCondition(scope, raw, edges, currency)
 		selected, groupBy := asStrings(cols), cols
 		if rawSelect != "" {
 			selected, groupBy = rawSelect, rawGroupBy
